@@ -1,0 +1,297 @@
+"""An in-process Slurm double, reached through the same transport the real driver uses.
+
+It answers the commands the driver sends (sbatch, squeue --json, scontrol show job, sacct -c,
+scancel, ls, rm) in the formats of the version it models, and runs each job script for real
+with bash in a private directory, so exit codes, input and output bytes are real. It is as
+strict as the real thing where that matters to clients: finished jobs leave the queue after
+``min_job_age`` and are then only visible in the completion log; 20.11 has no ``--json``;
+22.05 reports raw wait statuses; unknown job ids are errors, not empty answers.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pytest_stacks.transports import CommandResult
+
+
+@dataclass
+class _Job:
+    job_id: int
+    name: str
+    workdir: str
+    argv: list[str]
+    stdout_path: str
+    stderr_path: str
+    user: str
+    state: str = "PENDING"
+    reason: str = "None"
+    exit_code: int = 0
+    signal: int = 0
+    process: subprocess.Popen[bytes] | None = None
+    submitted: float = field(default_factory=time.monotonic)
+    ended: float | None = None
+
+
+class FakeSlurmHost:
+    """A scheduler host: a private filesystem root plus a modelled slurmctld."""
+
+    def __init__(self, version: str = "24.11.5", *, min_job_age: float = 1.0,
+                 slots: int = 4) -> None:
+        self.version = version
+        self.min_job_age = min_job_age
+        self.slots = slots
+        self.root = Path(tempfile.mkdtemp(prefix="pytest-stacks-fake-slurm-"))
+        (self.root / "work/jobs").mkdir(parents=True)
+        self._ids = itertools.count(1)
+        self._jobs: dict[int, _Job] = {}
+        self._jobcomp: list[str] = []
+        self._lock = threading.RLock()
+        self.log: list[str] = []
+        major, minor = (int(p) for p in version.split(".")[:2])
+        self._series = (major, minor)
+
+    # ------------------------------------------------------------ filesystem
+
+    def _path(self, path: str) -> Path:
+        resolved = (self.root / path.lstrip("/")).resolve()
+        if not resolved.is_relative_to(self.root.resolve()):
+            raise PermissionError(f"path escapes the fake host: {path}")
+        return resolved
+
+    def put_files(self, directory: str, files: Mapping[str, bytes], *, user: str,
+                  mode: int = 0o644) -> None:
+        target = self._path(directory)
+        target.mkdir(parents=True, exist_ok=True)
+        for name, data in files.items():
+            (target / name).write_bytes(data)
+            (target / name).chmod(mode)
+
+    def get_files(self, directory: str, names: Sequence[str]) -> dict[str, bytes]:
+        base = self._path(directory)
+        return {n: (base / n).read_bytes() for n in names if (base / n).is_file()}
+
+    # ------------------------------------------------------------ commands
+
+    def run(self, argv: Sequence[str], *, user: str | None = None,
+            timeout: float = 60.0) -> CommandResult:
+        argv = tuple(argv)
+        self.log.append(" ".join(argv))
+        with self._lock:
+            self._tick()
+            handler = {
+                "sinfo": self._sinfo, "sbatch": self._sbatch, "squeue": self._squeue,
+                "scontrol": self._scontrol, "sacct": self._sacct, "scancel": self._scancel,
+                "ls": self._ls, "rm": self._rm,
+            }.get(argv[0])
+            if handler is None:
+                return CommandResult(argv, 127, "", f"{argv[0]}: command not found\n")
+            return handler(argv, user or "root")
+
+    def _ok(self, argv: tuple[str, ...], out: str = "") -> CommandResult:
+        return CommandResult(argv, 0, out, "")
+
+    def _err(self, argv: tuple[str, ...], err: str, code: int = 1) -> CommandResult:
+        return CommandResult(argv, code, "", err)
+
+    def _sinfo(self, argv: tuple[str, ...], user: str) -> CommandResult:
+        if "-V" in argv:
+            return self._ok(argv, f"slurm-wlm {self.version}\n")
+        return self._ok(argv, "idle\n")
+
+    def _sbatch(self, argv: tuple[str, ...], user: str) -> CommandResult:
+        opts: dict[str, str] = {}
+        rest: list[str] = []
+        for arg in argv[1:]:
+            if rest or not arg.startswith("-"):
+                rest.append(arg)
+            elif "=" in arg:
+                key, value = arg.split("=", 1)
+                opts[key] = value
+            else:
+                opts[arg] = ""
+        if not rest:
+            return self._err(argv, "sbatch: error: Batch script is empty!\n")
+        workdir = opts.get("--chdir", "/")
+        if not self._path(workdir).is_dir():
+            return self._err(argv, f"sbatch: error: chdir({workdir}): No such file or directory\n")
+        script = self._path(rest[0])
+        if not script.is_file():
+            return self._err(argv, f"sbatch: error: Unable to open file {rest[0]}\n")
+        job_id = next(self._ids)
+        out = opts.get("--output", f"{workdir}/slurm-%j.out").replace("%j", str(job_id))
+        err = opts.get("--error", out).replace("%j", str(job_id))
+        self._jobs[job_id] = _Job(job_id, opts.get("--job-name", script.name), workdir,
+                                  [str(script), *rest[1:]], out, err, user)
+        self._tick()
+        return self._ok(argv, f"{job_id}\n" if "--parsable" in opts else
+                        f"Submitted batch job {job_id}\n")
+
+    # ------------------------------------------------------------ the controller's clock
+
+    def _tick(self) -> None:
+        running = 0
+        for job in self._jobs.values():
+            if job.state == "RUNNING" and job.process is not None:
+                code = job.process.poll()
+                if code is None:
+                    running += 1
+                    continue
+                job.ended = time.monotonic()
+                if code < 0:
+                    job.exit_code, job.signal = 0, -code
+                else:
+                    job.exit_code, job.signal = code, 0
+                if job.state == "RUNNING":
+                    job.state = "COMPLETED" if code == 0 else "FAILED"
+                    job.reason = "None" if code == 0 else "NonZeroExitCode"
+                self._complete(job)
+        for job in self._jobs.values():
+            if job.state == "PENDING" and job.reason != "JobHeldUser" and running < self.slots:
+                self._start(job)
+                running += 1
+        now = time.monotonic()
+        for job_id in [j.job_id for j in self._jobs.values()
+                       if j.ended is not None and now - j.ended > self.min_job_age]:
+            del self._jobs[job_id]  # aged out of slurmctld's memory (MinJobAge)
+
+    def _start(self, job: _Job) -> None:
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(self.root),
+               "SLURM_JOB_ID": str(job.job_id), "SLURM_JOB_NAME": job.name,
+               "SLURM_SUBMIT_DIR": job.workdir}
+        stdout = open(self._path(job.stdout_path), "wb")  # noqa: SIM115 (handed to the child)
+        stderr = stdout if job.stderr_path == job.stdout_path else open(  # noqa: SIM115
+            self._path(job.stderr_path), "wb")
+        try:
+            job.process = subprocess.Popen(
+                ["bash", *job.argv], cwd=self._path(job.workdir), env=env, stdout=stdout,
+                stderr=stderr, stdin=subprocess.DEVNULL, start_new_session=True)
+        finally:
+            stdout.close()
+            if stderr is not stdout:
+                stderr.close()
+        job.state, job.reason = "RUNNING", "None"
+
+    def _complete(self, job: _Job) -> None:
+        self._jobcomp.append(
+            f"JobId={job.job_id} UserId={job.user}(1000) GroupId={job.user}(1000) "
+            f"Name={job.name} JobState={job.state} Partition=debug TimeLimit=10 "
+            f"NodeList=localhost ExitCode={job.exit_code}:{job.signal}")
+
+    # ------------------------------------------------------------ views
+
+    def _json_state(self, job: _Job) -> object:
+        return [job.state] if self._series >= (23, 11) else job.state
+
+    def _json_exit(self, job: _Job) -> object:
+        if self._series < (23, 2):
+            return (job.exit_code << 8) | job.signal  # raw wait status
+        return {
+            "status": ["SIGNALED" if job.signal else "SUCCESS" if job.exit_code == 0 else "ERROR"],
+            "return_code": {"set": job.ended is not None, "infinite": False,
+                            "number": job.exit_code},
+            "signal": {"id": {"set": bool(job.signal), "infinite": False, "number": job.signal},
+                       "name": ""},
+        }
+
+    def _squeue(self, argv: tuple[str, ...], user: str) -> CommandResult:
+        if "--json" in argv:
+            if self._series < (21, 8):
+                return self._err(argv, "squeue: unrecognized option '--json'\n"
+                                 "Try \"squeue --help\" for more information\n")
+            jobs = [{"job_id": j.job_id, "name": j.name, "job_state": self._json_state(j),
+                     "state_reason": j.reason, "exit_code": self._json_exit(j),
+                     "current_working_directory": j.workdir}
+                    for j in self._jobs.values()]
+            return self._ok(argv, json.dumps({"jobs": jobs}, indent=2))
+        lines = [f"{j.job_id}|{j.state}|{j.reason}" for j in self._jobs.values()]
+        return self._ok(argv, "\n".join(lines) + ("\n" if lines else ""))
+
+    def _scontrol_line(self, job: _Job) -> str:
+        return (f"JobId={job.job_id} JobName={job.name} UserId={job.user}(1000) "
+                f"JobState={job.state} Reason={job.reason} Dependency=(null) "
+                f"ExitCode={job.exit_code}:{job.signal} WorkDir={job.workdir} "
+                f"StdOut={job.stdout_path} StdErr={job.stderr_path}")
+
+    def _scontrol(self, argv: tuple[str, ...], user: str) -> CommandResult:
+        args = [a for a in argv[1:] if a != "-o"]
+        if args[:2] == ["show", "job"]:
+            if len(args) == 2:
+                if not self._jobs:
+                    return self._ok(argv, "No jobs in the system\n")
+                return self._ok(argv, "".join(self._scontrol_line(j) + "\n"
+                                              for j in self._jobs.values()))
+            job = self._jobs.get(int(args[2])) if args[2].isdigit() else None
+            if job is None:
+                return self._err(argv, "slurm_load_jobs error: Invalid job id specified\n")
+            return self._ok(argv, self._scontrol_line(job).replace(" ", "\n   ") + "\n")
+        if args[:1] == ["ping"]:
+            return self._ok(argv, "Slurmctld(primary) at localhost is UP\n")
+        return self._err(argv, f"scontrol: error: Invalid command: {' '.join(args)}\n")
+
+    def _sacct(self, argv: tuple[str, ...], user: str) -> CommandResult:
+        if "-c" not in argv:
+            return self._err(argv, "Slurm accounting storage is disabled\n")
+        wanted: set[str] | None = None
+        if "-j" in argv:
+            wanted = set(argv[argv.index("-j") + 1].split(","))
+        lines = []
+        for entry in self._jobcomp:
+            fields = dict(part.split("=", 1) for part in entry.split(" ") if "=" in part)
+            if wanted is not None and fields["JobId"] not in wanted:
+                continue
+            lines.append(f"{fields['JobId']}|{fields['JobState']}|{fields['ExitCode']}")
+        return self._ok(argv, "".join(line + "\n" for line in lines))
+
+    def _scancel(self, argv: tuple[str, ...], user: str) -> CommandResult:
+        errors = []
+        for raw in argv[1:]:
+            job = self._jobs.get(int(raw)) if raw.isdigit() else None
+            if job is None or job.ended is not None:
+                errors.append(f"scancel: error: Kill job error on job id {raw}: "
+                              f"Invalid job id specified\n" if job is None else "")
+                continue
+            if job.process is not None and job.process.poll() is None:
+                os.killpg(job.process.pid, signal.SIGKILL)
+                job.process.wait()
+            job.state, job.reason = "CANCELLED", "None"
+            job.exit_code, job.signal = 0, 15
+            job.ended = time.monotonic()
+            self._complete(job)
+        text = "".join(errors)
+        return CommandResult(argv, 1 if text else 0, "", text)
+
+    def _ls(self, argv: tuple[str, ...], user: str) -> CommandResult:
+        path = self._path(argv[-1])
+        if not path.is_dir():
+            return self._err(argv, f"ls: cannot access '{argv[-1]}': No such file or directory\n",
+                             2)
+        return self._ok(argv, "".join(f"{p.name}\n" for p in sorted(path.iterdir())))
+
+    def _rm(self, argv: tuple[str, ...], user: str) -> CommandResult:
+        shutil.rmtree(self._path(argv[-1]), ignore_errors=True)
+        return self._ok(argv)
+
+    # ------------------------------------------------------------ lifecycle
+
+    def daemon_log(self) -> str:
+        return "\n".join(["# commands received", *self.log[-200:], "# jobcomp", *self._jobcomp])
+
+    def close(self) -> None:
+        with self._lock:
+            for job in self._jobs.values():
+                if job.process is not None and job.process.poll() is None:
+                    os.killpg(job.process.pid, signal.SIGKILL)
+                    job.process.wait()
+        shutil.rmtree(self.root, ignore_errors=True)

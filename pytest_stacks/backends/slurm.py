@@ -1,0 +1,227 @@
+"""The reference Slurm driver: the job contract over a transport, with Slurm's own commands.
+
+Each job gets a working directory under ``job_root`` (inputs staged there, ``sbatch --chdir``),
+so outputs are plain files next to the inputs and purge is removing that directory. Status reads
+the live queue first (``squeue --json`` where the version has it, ``scontrol show job -o`` where
+not) and falls back to the completion log (``sacct -c``) once a job has aged out of the
+controller's memory after ``MinJobAge``; a job neither view knows is UNKNOWN.
+"""
+
+from __future__ import annotations
+
+import shlex
+import uuid
+from collections.abc import Sequence
+from pathlib import Path
+
+from pytest_stacks.backends import slurm_parse as parse
+from pytest_stacks.contract import (
+    ActionResult,
+    JobHandle,
+    JobSpec,
+    JobState,
+    JobStatus,
+    OutputResult,
+    SubmitResult,
+)
+from pytest_stacks.errors import BackendCallError
+from pytest_stacks.transports import CommandResult, Transport
+
+SCRIPT_NAME = ".pytest-stacks-job.sh"
+
+
+class SlurmClient:
+    def __init__(self, transport: Transport, stack: str, *, user: str = "submitter",
+                 job_root: str = "/work/jobs") -> None:
+        self._transport = transport
+        self._stack = stack
+        self._user = user
+        self._job_root = job_root.rstrip("/")
+        self._workdirs: dict[str, str] = {}
+        self._has_json: bool | None = None
+        self._version: str | None = None
+
+    # ------------------------------------------------------------ helpers
+
+    def _run(self, *argv: str, user: str | None = None, check: bool = True) -> CommandResult:
+        result = self._transport.run(argv, user=user or self._user)
+        if check and not result.ok:
+            raise BackendCallError(
+                f"{shlex.join(argv)} failed (exit {result.returncode}): "
+                f"{(result.stderr or result.stdout).strip()[:500]}")
+        return result
+
+    def versions(self) -> dict[str, str]:
+        if self._version is None:
+            self._version = parse.parse_version(self._run("sinfo", "-V").stdout)
+        return {"daemon": self._version}
+
+    def _json_supported(self) -> bool:
+        if self._has_json is None:
+            self._has_json = self._json_capable(self.versions()["daemon"])
+        return self._has_json
+
+    @staticmethod
+    def _json_capable(version: str) -> bool:
+        major, minor = (int(p) for p in version.split(".")[:2])
+        return (major, minor) >= (21, 8)
+
+    # ------------------------------------------------------------ submit
+
+    def submit(self, specs: Sequence[JobSpec]) -> list[SubmitResult]:
+        results: list[SubmitResult] = []
+        for spec in specs:
+            workdir = f"{self._job_root}/{uuid.uuid4().hex[:12]}"
+            try:
+                files = dict(spec.inputs)
+                files[SCRIPT_NAME] = _wrap_script(spec).encode()
+                self._transport.put_files(workdir, files, user=self._user)
+                argv = [
+                    "sbatch", "--parsable", f"--chdir={workdir}", f"--job-name={spec.name}",
+                    f"--output={workdir}/slurm-%j.out", f"--error={workdir}/slurm-%j.err",
+                    f"--cpus-per-task={spec.cpus}", f"--time={max(1, -(-spec.walltime_s // 60))}",
+                    f"{workdir}/{SCRIPT_NAME}", *spec.args,
+                ]
+                result = self._run(*argv, check=False)
+                if not result.ok:
+                    results.append(SubmitResult(None, (result.stderr or result.stdout).strip()))
+                    continue
+                job_id = parse.parse_sbatch(result.stdout)
+            except (BackendCallError, ValueError) as exc:
+                results.append(SubmitResult(None, str(exc)))
+                continue
+            self._workdirs[job_id] = workdir
+            results.append(SubmitResult(JobHandle(self._stack, job_id)))
+        return results
+
+    # ------------------------------------------------------------ status
+
+    def _queue_view(self) -> dict[str, parse.SlurmJob]:
+        if self._json_supported():
+            return parse.parse_squeue_json(self._run("squeue", "--json", "-t", "all").stdout)
+        result = self._run("scontrol", "show", "job", "-o", check=False)
+        if not result.ok and "No jobs in the system" not in result.stdout + result.stderr:
+            raise BackendCallError(f"scontrol show job failed: {result.stderr.strip()}")
+        return parse.parse_scontrol_jobs(result.stdout)
+
+    def _completion_view(self, job_ids: Sequence[str]) -> dict[str, parse.SlurmJob]:
+        result = self._run("sacct", "-c", "-P", "-n", "--format=JobID,State,ExitCode",
+                           "-j", ",".join(job_ids), check=False)
+        jobs = parse.parse_sacct_c(result.stdout) if result.ok else {}
+        return {k: v for k, v in jobs.items() if k in job_ids}
+
+    def _lookup(self, job_ids: Sequence[str]) -> dict[str, parse.SlurmJob]:
+        found = {k: v for k, v in self._queue_view().items() if k in job_ids}
+        missing = [j for j in job_ids if j not in found]
+        if missing:
+            found.update(self._completion_view(missing))
+        return found
+
+    def status(self, handles: Sequence[JobHandle]) -> list[JobStatus]:
+        ids = [h.job_id for h in handles if h.job_id.isdigit()]
+        found = self._lookup(ids) if ids else {}
+        out = []
+        for handle in handles:
+            job = found.get(handle.job_id)
+            if job is None:
+                out.append(JobStatus(handle, JobState.UNKNOWN, "", None, "not known to Slurm"))
+                continue
+            state = parse.normalise(job.native_state, job.reason)
+            reason = job.reason if job.reason not in ("", "None") else ""
+            if job.signal:
+                reason = f"{reason} signal {job.signal}".strip()
+            out.append(JobStatus(handle, state, job.native_state, job.exit_code, reason))
+        return out
+
+    # ------------------------------------------------------------ outputs
+
+    def _workdir(self, handle: JobHandle) -> str | None:
+        return self._workdirs.get(handle.job_id)
+
+    def fetch_outputs(self, handles: Sequence[JobHandle], dest: Path) -> list[OutputResult]:
+        statuses = {s.handle: s for s in self.status(handles)}
+        results = []
+        for handle in handles:
+            status = statuses[handle]
+            workdir = self._workdir(handle)
+            if workdir is None or status.state is JobState.UNKNOWN:
+                results.append(OutputResult(handle, error="unknown job: nothing to fetch"))
+                continue
+            if not status.state.is_terminal:
+                results.append(OutputResult(handle, error=f"job is {status.state}, not finished"))
+                continue
+            listing = self._run("ls", "-1A", workdir, check=False)
+            if not listing.ok:
+                results.append(OutputResult(handle, error="outputs are gone (purged?)"))
+                continue
+            names = [n for n in listing.stdout.split("\n") if n and n != SCRIPT_NAME]
+            contents = self._transport.get_files(workdir, names)
+            target = dest / handle.job_id
+            target.mkdir(parents=True, exist_ok=True)
+            files = {}
+            for name, data in contents.items():
+                (target / name).write_bytes(data)
+                files[name] = target / name
+            results.append(OutputResult(handle, files=files))
+        return results
+
+    # ------------------------------------------------------------ kill and purge
+
+    def kill(self, handles: Sequence[JobHandle]) -> list[ActionResult]:
+        results = []
+        for handle in handles:
+            if not handle.job_id.isdigit():
+                results.append(ActionResult(handle, "not a Slurm job id"))
+                continue
+            result = self._run("scancel", handle.job_id, check=False)
+            error = "" if result.ok and not result.stderr.strip() else (
+                result.stderr or result.stdout).strip() or f"scancel exit {result.returncode}"
+            results.append(ActionResult(handle, error))
+        return results
+
+    def purge(self, handles: Sequence[JobHandle]) -> list[ActionResult]:
+        statuses = {s.handle: s for s in self.status(handles)}
+        results = []
+        for handle in handles:
+            status = statuses[handle]
+            workdir = self._workdir(handle)
+            if workdir is None:
+                results.append(ActionResult(handle, "unknown job: nothing to purge"))
+            elif not status.state.is_terminal:
+                results.append(ActionResult(handle, f"job is {status.state}; kill it first"))
+            else:
+                removed = self._run("rm", "-rf", "--", workdir, check=False)
+                results.append(ActionResult(handle, "" if removed.ok else removed.stderr.strip()))
+                if removed.ok:
+                    self._workdirs.pop(handle.job_id, None)
+        return results
+
+    # ------------------------------------------------------------ diagnostics
+
+    def describe_jobs(self, handles: Sequence[JobHandle]) -> str:
+        parts = []
+        for handle in handles:
+            shown = self._run("scontrol", "show", "job", handle.job_id, check=False)
+            parts.append(f"$ scontrol show job {handle.job_id}\n{shown.stdout}{shown.stderr}")
+            workdir = self._workdir(handle)
+            if workdir:
+                outs = self._transport.get_files(
+                    workdir, [f"slurm-{handle.job_id}.out", f"slurm-{handle.job_id}.err"])
+                for name, data in outs.items():
+                    parts.append(f"--- {name}\n{data.decode('utf-8', 'replace')[-4000:]}")
+        return "\n".join(parts)
+
+    def close(self) -> None:
+        """Nothing to release: each call is a fresh exec."""
+
+
+def _wrap_script(spec: JobSpec) -> str:
+    """The batch script: the job's environment exported, then the user's script as given.
+
+    Exporting here rather than with ``--export=K=V`` keeps values with commas intact.
+    """
+    exports = "".join(f"export {k}={shlex.quote(v)}\n" for k, v in spec.env.items())
+    body = spec.script
+    if body.startswith("#!"):
+        body = body.split("\n", 1)[1] if "\n" in body else ""
+    return f"#!/bin/bash\n{exports}{body}\n"

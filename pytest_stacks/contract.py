@@ -1,0 +1,172 @@
+"""The reference job contract: what a client library must do, independent of the backend.
+
+Small Protocols rather than a base class, so a user's client implements only what it can and
+the capability markers decide which tests apply. Every call is bulk and returns one result per
+job, in order: a failure of one job is a value; an exception means the whole call failed
+(daemon down, auth refused) and is raised as :class:`BackendCallError`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import Path
+from typing import Protocol, runtime_checkable
+
+from pytest_stacks.errors import BackendCallError
+
+
+class JobState(StrEnum):
+    PENDING = "pending"
+    RUNNING = "running"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+    HELD = "held"
+    UNKNOWN = "unknown"
+
+    @property
+    def is_terminal(self) -> bool:
+        return self in TERMINAL
+
+
+TERMINAL = frozenset({JobState.COMPLETED, JobState.FAILED, JobState.CANCELLED})
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    """One job. ``script`` is a bash script run in the job's working directory.
+
+    The working directory holds ``inputs`` (name -> bytes) before the script starts; the files
+    named in ``outputs`` are what the script leaves there for retrieval.
+    """
+
+    script: str
+    name: str = "job"
+    args: tuple[str, ...] = ()
+    inputs: Mapping[str, bytes] = field(default_factory=dict)
+    outputs: tuple[str, ...] = ()
+    env: Mapping[str, str] = field(default_factory=dict)
+    cpus: int = 1
+    walltime_s: int = 600
+
+
+@dataclass(frozen=True)
+class JobHandle:
+    """A submitted job: the stack it lives on and the backend's own id for it."""
+
+    stack: str
+    job_id: str
+
+
+@dataclass(frozen=True)
+class SubmitResult:
+    handle: JobHandle | None
+    error: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.handle is not None
+
+
+@dataclass(frozen=True)
+class JobStatus:
+    handle: JobHandle
+    state: JobState
+    native_state: str
+    exit_code: int | None = None
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class OutputResult:
+    handle: JobHandle
+    files: Mapping[str, Path] = field(default_factory=dict)
+    error: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return not self.error
+
+
+@dataclass(frozen=True)
+class ActionResult:
+    handle: JobHandle
+    error: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return not self.error
+
+
+@runtime_checkable
+class Submitter(Protocol):
+    def submit(self, specs: Sequence[JobSpec]) -> list[SubmitResult]: ...
+
+
+@runtime_checkable
+class StatusReporter(Protocol):
+    def status(self, handles: Sequence[JobHandle]) -> list[JobStatus]: ...
+
+
+@runtime_checkable
+class OutputRetriever(Protocol):
+    def fetch_outputs(self, handles: Sequence[JobHandle], dest: Path) -> list[OutputResult]:
+        """Copy each job's output files into ``dest / job_id``."""
+        ...
+
+
+@runtime_checkable
+class Killer(Protocol):
+    def kill(self, handles: Sequence[JobHandle]) -> list[ActionResult]: ...
+
+
+@runtime_checkable
+class Purger(Protocol):
+    def purge(self, handles: Sequence[JobHandle]) -> list[ActionResult]:
+        """Release a finished job; afterwards its outputs are gone and fetching them fails."""
+        ...
+
+
+class JobClient(Submitter, StatusReporter, OutputRetriever, Killer, Purger, Protocol):
+    """The whole contract, as the repo's reference drivers implement it."""
+
+    def versions(self) -> dict[str, str]:
+        """The versions this client observed: the daemon's and, where distinct, its own."""
+        ...
+
+    def describe_jobs(self, handles: Sequence[JobHandle]) -> str:
+        """The scheduler's full view of these jobs, for failure reports."""
+        ...
+
+    def close(self) -> None: ...
+
+
+def submitted(results: Sequence[SubmitResult]) -> list[JobHandle]:
+    """The handles of a bulk submit, or a clear error naming every job that was refused."""
+    refused = [f"job {i}: {r.error}" for i, r in enumerate(results) if not r.ok]
+    if refused:
+        raise BackendCallError("submit refused: " + "; ".join(refused))
+    return [r.handle for r in results if r.handle is not None]
+
+
+def wait_for(
+    client: StatusReporter,
+    handles: Sequence[JobHandle],
+    until: frozenset[JobState] = TERMINAL,
+    timeout: float = 120.0,
+    poll: float = 0.2,
+) -> list[JobStatus]:
+    """Poll until every job is in one of ``until``; raise TimeoutError naming the stragglers."""
+    deadline = time.monotonic() + timeout
+    while True:
+        statuses = client.status(handles)
+        if all(s.state in until for s in statuses):
+            return statuses
+        if time.monotonic() >= deadline:
+            late = ", ".join(f"{s.handle.job_id}={s.state}({s.native_state})"
+                             for s in statuses if s.state not in until)
+            raise TimeoutError(f"jobs not in {sorted(until)} after {timeout:.0f}s: {late}")
+        time.sleep(poll)

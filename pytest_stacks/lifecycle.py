@@ -1,0 +1,182 @@
+"""One bring-up per stack per run, shared by every process of the run, torn down once.
+
+The first process that needs a stack takes a file lock, brings it up, proves it (readiness, the
+daemon's version against the pin, a functional probe job) and writes what others need to attach
+into the run directory. Others wait on the lock and attach. A failed bring-up is written down
+too, so every later test on that stack fails fast with the same infrastructure error instead of
+retrying. Only the run's owner (the xdist controller, or the single pytest process) tears down,
+after the last worker is gone. Nothing here knows about pytest.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from filelock import FileLock
+
+from pytest_stacks.contract import JobSpec, JobState, submitted, wait_for
+from pytest_stacks.errors import InfrastructureError
+from pytest_stacks.manifest import Stack
+from pytest_stacks.providers import provider_for
+from pytest_stacks.providers.base import Attached, RunContext
+
+
+def new_run_id() -> str:
+    return f"{time.strftime('%Y%m%d%H%M%S')}-{uuid.uuid4().hex[:8]}"
+
+
+@dataclass
+class StackRecord:
+    """What the run directory says about one stack."""
+
+    stack: str
+    info: dict[str, Any]
+    observed_version: str
+    client_version: str
+    startup_s: float
+
+
+class StackPool:
+    def __init__(self, ctx: RunContext) -> None:
+        self.ctx = ctx
+        self.ctx.run_dir.mkdir(parents=True, exist_ok=True)
+        self._attached: dict[str, Attached] = {}
+
+    # ------------------------------------------------------------ files of the run
+
+    def _state(self, stack: Stack) -> Path:
+        return self.ctx.run_dir / f"{stack.name}.json"
+
+    def _error(self, stack: Stack) -> Path:
+        return self.ctx.run_dir / f"{stack.name}.error.json"
+
+    def records(self) -> list[StackRecord]:
+        out = []
+        for path in sorted(self.ctx.run_dir.glob("*.json")):
+            if path.name.endswith(".error.json"):
+                continue
+            data = json.loads(path.read_text())
+            out.append(StackRecord(**data))
+        return out
+
+    def errors(self) -> dict[str, dict[str, str]]:
+        return {p.name.removesuffix(".error.json"): json.loads(p.read_text())
+                for p in sorted(self.ctx.run_dir.glob("*.error.json"))}
+
+    # ------------------------------------------------------------ acquire
+
+    def acquire(self, stack: Stack) -> Attached:
+        if stack.name in self._attached:
+            return self._attached[stack.name]
+        with FileLock(str(self.ctx.run_dir / f"{stack.name}.lock")):
+            if self._error(stack).exists():
+                saved = json.loads(self._error(stack).read_text())
+                raise InfrastructureError(stack.name, saved["message"], saved.get("logs", ""))
+            if not self._state(stack).exists():
+                self._bring_up(stack)
+            record = StackRecord(**json.loads(self._state(stack).read_text()))
+        provider = provider_for(stack)
+        try:
+            attached = provider.attach(stack, record.info, self.ctx)
+        except InfrastructureError:
+            raise
+        except Exception as exc:
+            raise InfrastructureError(stack.name, f"cannot attach: {exc}") from exc
+        attached.info = {**record.info, "observed_version": record.observed_version,
+                         "client_version": record.client_version}
+        self._attached[stack.name] = attached
+        return attached
+
+    def _bring_up(self, stack: Stack) -> None:
+        provider = provider_for(stack)
+        started = time.monotonic()
+        attached: Attached | None = None
+        try:
+            info = provider.up(stack, self.ctx)
+            # Recorded before it is proven, so teardown finds it even when the proof fails.
+            self._write_state(stack, info, "", "", 0.0)
+            attached = provider.attach(stack, info, self.ctx)
+            versions = attached.client.versions()
+            observed = versions.get("daemon", "")
+            if self.ctx.lane != "canary" and observed != stack.version:
+                raise InfrastructureError(
+                    stack.name, f"the daemon reports version {observed!r} but the manifest pins "
+                    f"{stack.version!r}. Rebuild the stack's image, or fix the pin.")
+            _functional_probe(stack, attached)
+            self._write_state(stack, info, observed, versions.get("client", ""),
+                              time.monotonic() - started)
+        except Exception as exc:
+            logs = exc.logs if isinstance(exc, InfrastructureError) else ""
+            if not logs and attached is not None:
+                try:
+                    logs = attached.logs()
+                except Exception as log_exc:  # logs are best effort; the cause matters more
+                    logs = f"(could not read logs: {log_exc})"
+            message = exc.message if isinstance(exc, InfrastructureError) \
+                else f"bring-up failed: {exc}"
+            self._error(stack).write_text(json.dumps({"message": message, "logs": logs}))
+            raise InfrastructureError(stack.name, message, logs) from exc
+        finally:
+            if attached is not None:
+                attached.close()
+
+    def _write_state(self, stack: Stack, info: dict[str, Any], observed: str, client: str,
+                     startup: float) -> None:
+        record = {"stack": stack.name, "info": info, "observed_version": observed,
+                  "client_version": client, "startup_s": round(startup, 2)}
+        tmp = self._state(stack).with_suffix(".tmp")
+        tmp.write_text(json.dumps(record))
+        tmp.replace(self._state(stack))
+
+    # ------------------------------------------------------------ release and teardown
+
+    def release(self) -> None:
+        """Let go of this process's clients (every process does this at its end)."""
+        for attached in self._attached.values():
+            with contextlib.suppress(Exception):  # closing must not mask the run's outcome
+                attached.close()
+        self._attached.clear()
+
+    def teardown(self, stacks: dict[str, Stack]) -> list[str]:
+        """Owner only: bring down every stack this run brought up. Returns problems."""
+        self.release()
+        problems = []
+        for path in sorted(self.ctx.run_dir.glob("*.json")):
+            if path.name.endswith(".error.json"):
+                continue
+            data = json.loads(path.read_text())
+            stack = stacks.get(data["stack"])
+            if stack is None:
+                continue
+            try:
+                provider_for(stack).down(stack, data["info"], self.ctx)
+            except Exception as exc:
+                problems.append(f"{stack.name}: teardown not proven: {exc}")
+            else:
+                path.unlink()
+        return problems
+
+
+def _functional_probe(stack: Stack, attached: Attached) -> None:
+    """A trivial job must run to completion before any test: readiness is not enough."""
+    client = attached.client
+    token = uuid.uuid4().hex
+    handles = submitted(client.submit([JobSpec(script=f"echo {token} > probe.txt\n",
+                                               name="pytest-stacks-probe",
+                                               outputs=("probe.txt",))]))
+    try:
+        [status] = wait_for(client, handles, timeout=stack.timeouts.job)
+    except TimeoutError as exc:
+        raise InfrastructureError(stack.name, f"functional probe job did not finish: {exc}",
+                                  attached.logs()) from exc
+    if status.state is not JobState.COMPLETED:
+        raise InfrastructureError(
+            stack.name, f"functional probe job ended {status.state} ({status.native_state}, "
+            f"exit {status.exit_code}) instead of completed", attached.logs())
+    client.purge(handles)

@@ -1,0 +1,431 @@
+"""The pytest glue: options, stack selection, parametrisation, capability dispatch, xdist
+sharing, failure capture and fail-closed reporting. Everything else lives below it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import tempfile
+from collections import Counter
+from collections.abc import Generator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_stacks import hookspecs
+from pytest_stacks.contract import JobClient, JobHandle, JobSpec, SubmitResult
+from pytest_stacks.errors import InfrastructureError, ManifestError, UnknownStackError
+from pytest_stacks.lifecycle import StackPool, new_run_id
+from pytest_stacks.manifest import Manifest, Stack
+from pytest_stacks.manifest import load as load_manifest
+from pytest_stacks.providers.base import RunContext
+from pytest_stacks.selection import (
+    missing_capabilities,
+    parse_specifier,
+    select,
+    unknown_capabilities,
+    version_matches,
+)
+
+PROP_STACK = "pytest-stacks:stack"
+PROP_INFRA = "pytest-stacks:infra"
+WORKERINPUT_KEY = "pytest_stacks_run"
+
+
+# ---------------------------------------------------------------- options and hooks
+
+
+def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    pluginmanager.add_hookspecs(hookspecs)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("stacks", "pytest-stacks: run against pinned backend stacks")
+    group.addoption("--stack", action="append", default=[], metavar="NAME",
+                    help="Stack to run against (repeatable; shell globs such as 'slurm-*'). "
+                         "Default: the fake stacks.")
+    group.addoption("--stack-manifest", default=None, metavar="PATH",
+                    help="Manifest to read (default: the 'stacks_manifest' ini option, "
+                         "else manifest.yaml in the rootdir).")
+    group.addoption("--stacks", action="store_true", default=False,
+                    help="List the stacks of the manifest and exit.")
+    group.addoption("--stack-lane", choices=("pinned", "canary"), default="pinned",
+                    help="'canary' builds each stack from its floating reference; a version "
+                         "other than the pin is then recorded, not an error.")
+    parser.addini("stacks_manifest", "Path of the pytest-stacks manifest (relative to rootdir).",
+                  default="manifest.yaml")
+
+
+# ---------------------------------------------------------------- per-session state
+
+
+@dataclass
+class _State:
+    manifest: Manifest | None
+    selected: list[Stack]
+    explicit: bool
+    pool: StackPool | None = None
+    owner: bool = True
+    ran: Counter[str] = field(default_factory=Counter)
+    seen: Counter[str] = field(default_factory=Counter)
+    infra: dict[str, str] = field(default_factory=dict)
+    closing_problems: list[str] = field(default_factory=list)
+
+    def stack(self, name: str) -> Stack:
+        assert self.manifest is not None
+        return self.manifest.get(name)
+
+
+_KEY = pytest.StashKey[_State]()
+
+
+def _state(config: pytest.Config) -> _State:
+    return config.stash[_KEY]
+
+
+def _manifest_path(config: pytest.Config) -> Path:
+    given = config.getoption("stack_manifest")
+    if given:
+        return Path(given).expanduser().absolute()
+    return Path(config.rootpath, str(config.getini("stacks_manifest")))
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "requires(*capabilities): run only on stacks that offer every capability; "
+                   "skipped with the missing ones named elsewhere.")
+    config.addinivalue_line(
+        "markers", "stack_version(specifier, backend=None): run only where the stack's version "
+                   "matches the PEP 440 specifier (and its backend, if given).")
+
+    patterns: list[str] = config.getoption("stack")
+    path = _manifest_path(config)
+    manifest: Manifest | None = None
+    if path.exists() or patterns or config.getoption("stacks"):
+        try:
+            manifest = load_manifest(path)
+        except ManifestError as exc:
+            raise pytest.UsageError("pytest-stacks: invalid manifest:\n" + str(exc)) from None
+    selected: list[Stack] = []
+    if manifest is not None:
+        try:
+            selected = select(manifest, patterns)
+        except UnknownStackError as exc:
+            raise pytest.UsageError(f"pytest-stacks: {exc}") from None
+    state = _State(manifest, selected, explicit=bool(patterns))
+    config.stash[_KEY] = state
+    if manifest is None or not selected:
+        return
+
+    workerinput = getattr(config, "workerinput", None)
+    lane = config.getoption("stack_lane")
+    if workerinput is not None and WORKERINPUT_KEY in workerinput:
+        shared = workerinput[WORKERINPUT_KEY]
+        ctx = RunContext(shared["run_id"], Path(shared["run_dir"]), shared["owner_pid"],
+                         shared["owner_start"], shared["lane"])
+        state.owner = False
+    else:
+        run_id = new_run_id()
+        run_root = Path(tempfile.gettempdir()) / f"pytest-stacks-{os.getuid()}"
+        ctx = RunContext.for_this_process(run_id, run_root / run_id, lane)
+        _install_sigterm_handler()
+    state.pool = StackPool(ctx)
+    config.pluginmanager.register(_Tracker(state), "pytest-stacks-tracker")
+    if config.pluginmanager.hasplugin("xdist"):
+        config.pluginmanager.register(_XdistBridge(state), "pytest-stacks-xdist")
+
+
+class _XdistBridge:
+    """Hands the controller's run to every worker, so they attach to the same stacks."""
+
+    def __init__(self, state: _State) -> None:
+        self._state = state
+
+    def pytest_configure_node(self, node: Any) -> None:
+        pool = self._state.pool
+        if pool is None:
+            return
+        ctx = pool.ctx
+        node.workerinput[WORKERINPUT_KEY] = {
+            "run_id": ctx.run_id, "run_dir": str(ctx.run_dir), "owner_pid": ctx.owner_pid,
+            "owner_start": ctx.owner_start, "lane": ctx.lane,
+        }
+
+
+def _install_sigterm_handler() -> None:
+    """SIGTERM unwinds like Ctrl-C, so session teardown still runs and nothing leaks."""
+    def _raise(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    with contextlib.suppress(ValueError):  # not in the main thread: leave it alone
+        signal.signal(signal.SIGTERM, _raise)
+
+
+def pytest_cmdline_main(config: pytest.Config) -> int | None:
+    if not config.getoption("stacks"):
+        return None
+    state = _state(config)
+    assert state.manifest is not None
+    from pytest_stacks.report import stacks_table
+
+    print(stacks_table(state.manifest))
+    return 0
+
+
+# ---------------------------------------------------------------- collection
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "stack" not in metafunc.fixturenames:
+        return
+    state = _state(metafunc.config)
+    if state.manifest is None:
+        raise pytest.UsageError(
+            f"pytest-stacks: {metafunc.function.__name__} uses the 'stack' fixture but no "
+            f"manifest was found at {_manifest_path(metafunc.config)}. Create one or pass "
+            f"--stack-manifest.")
+    metafunc.parametrize("stack", state.selected, ids=[s.name for s in state.selected],
+                         indirect=True, scope="session")
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_pycollect_makeitem(collector: pytest.Collector, name: str,
+                              obj: object) -> Generator[None, Any, Any]:
+    """A capability that does not exist is a collection error: a typo must not skip a test."""
+    result = yield
+    state = _state(collector.config)
+    if state.manifest is None or result is None:
+        return result
+    items = result if isinstance(result, list) else [result]
+    for item in items:
+        if not isinstance(item, pytest.Function):
+            continue
+        for mark in item.iter_markers("requires"):
+            bad = unknown_capabilities(state.manifest, [str(a) for a in mark.args])
+            if bad:
+                text = "; ".join(
+                    f"{n!r}" + (f" (did you mean {c!r}?)" if c else "") for n, c in bad)
+                raise collector.CollectError(
+                    f"{item.nodeid}: @pytest.mark.requires names unknown capability {text}. "
+                    f"Known: {', '.join(state.manifest.capabilities)}")
+        for mark in item.iter_markers("stack_version"):
+            if len(mark.args) != 1:
+                raise collector.CollectError(
+                    f"{item.nodeid}: @pytest.mark.stack_version takes one specifier string, "
+                    f"e.g. stack_version('>=24.11')")
+            try:
+                parse_specifier(str(mark.args[0]))
+            except ValueError as exc:
+                raise collector.CollectError(f"{item.nodeid}: {exc}") from None
+    return result
+
+
+def _item_stack(item: pytest.Item) -> Stack | None:
+    callspec = getattr(item, "callspec", None)
+    if callspec is None:
+        return None
+    value = callspec.params.get("stack")
+    return value if isinstance(value, Stack) else None
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        stack = _item_stack(item)
+        if stack is None:
+            continue
+        required: list[str] = []
+        for mark in item.iter_markers("requires"):
+            required.extend(str(a) for a in mark.args)
+        missing = missing_capabilities(stack, required)
+        if missing:
+            item.add_marker(pytest.mark.skip(
+                reason=f"stack {stack.name} lacks capability: {', '.join(missing)}"))
+            continue
+        for mark in item.iter_markers("stack_version"):
+            backend = mark.kwargs.get("backend")
+            if not version_matches(stack, str(mark.args[0]), backend):
+                where = f"{backend} " if backend else ""
+                item.add_marker(pytest.mark.skip(
+                    reason=f"stack {stack.name} ({stack.backend} {stack.version}) is outside "
+                           f"stack_version({where}{mark.args[0]!r})"))
+                break
+
+
+# ---------------------------------------------------------------- fixtures
+
+
+class _RecordingClient:
+    """The user's client, with the handles each test submits remembered for failure reports."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+        self.handles: list[JobHandle] = []
+
+    def submit(self, specs: Sequence[JobSpec]) -> list[SubmitResult]:
+        results = self._inner.submit(specs)
+        self.handles.extend(r.handle for r in results if r.handle is not None)
+        return list(results)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
+@pytest.fixture(scope="session")
+def stack(request: pytest.FixtureRequest) -> Stack:
+    """The stack a test runs on (tests using it are parametrised over the selected stacks)."""
+    param = getattr(request, "param", None)
+    if not isinstance(param, Stack):
+        raise pytest.UsageError("pytest-stacks: no stack selected for this test")
+    return param
+
+
+@pytest.fixture(scope="session")
+def _stack_client(request: pytest.FixtureRequest, stack: Stack) -> _RecordingClient:
+    state = _state(request.config)
+    assert state.pool is not None
+    attached = state.pool.acquire(stack)  # InfrastructureError marks the test as infra
+    user = request.config.hook.pytest_stacks_backend(stack=stack, default=attached.client,
+                                                     info=dict(attached.info))
+    return _RecordingClient(user if user is not None else attached.client)
+
+
+@pytest.fixture
+def backend(request: pytest.FixtureRequest, stack: Stack,
+            _stack_client: _RecordingClient) -> Generator[JobClient, None, None]:
+    """The client the tests talk to: the user's (hook ``pytest_stacks_backend``) or ours."""
+    _stack_client.handles = []
+    request.node.stash[_HANDLES] = _stack_client
+    yield _stack_client  # type: ignore[misc]
+
+
+_HANDLES = pytest.StashKey[_RecordingClient]()
+
+
+# ---------------------------------------------------------------- reporting
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item,
+                              call: pytest.CallInfo[None]) -> Generator[None, Any, Any]:
+    report: pytest.TestReport = yield
+    stack = _item_stack(item)
+    if stack is None:
+        return report
+    report.user_properties.append((PROP_STACK, stack.name))
+    if call.excinfo is not None and call.excinfo.errisinstance(InfrastructureError):
+        error = call.excinfo.value
+        assert isinstance(error, InfrastructureError)
+        report.user_properties.append((PROP_INFRA, error.message))
+        report.longrepr = f"INFRASTRUCTURE ERROR (not a test failure): {error}"
+        if error.logs:
+            report.sections.append((f"stack {stack.name}: daemon logs", error.logs[-20000:]))
+    elif report.failed and call.when == "call":
+        _attach_diagnostics(item, stack, report)
+    return report
+
+
+def _attach_diagnostics(item: pytest.Item, stack: Stack, report: pytest.TestReport) -> None:
+    state = _state(item.config)
+    client = item.stash.get(_HANDLES, None)
+    if client is not None and client.handles:
+        try:
+            report.sections.append((f"stack {stack.name}: scheduler view of this test's jobs",
+                                    client.describe_jobs(client.handles)))
+        except Exception as exc:  # diagnostics must never replace the real failure
+            report.sections.append((f"stack {stack.name}: jobs", f"(unavailable: {exc})"))
+    if state.pool is not None and "logs" in stack.capabilities:
+        attached = state.pool._attached.get(stack.name)
+        if attached is not None:
+            try:
+                report.sections.append((f"stack {stack.name}: daemon logs",
+                                        attached.logs()[-20000:]))
+            except Exception as exc:
+                report.sections.append((f"stack {stack.name}: daemon logs",
+                                        f"(unavailable: {exc})"))
+
+
+def pytest_report_teststatus(report: pytest.TestReport,
+                             config: pytest.Config) -> tuple[str, str, Any] | None:
+    if any(k == PROP_INFRA for k, _ in report.user_properties) and report.failed:
+        return "infra", "I", ("INFRA", {"red": True, "bold": True})
+    return None
+
+
+class _Tracker:
+    """Counts, per stack, what ran. Registered per config, so nested sessions stay apart;
+    under xdist it runs on the controller, which receives every worker's reports."""
+
+    def __init__(self, state: _State) -> None:
+        self._state = state
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        props = dict(report.user_properties)
+        name = props.get(PROP_STACK)
+        if not isinstance(name, str):
+            return
+        self._state.seen[name] += 1
+        if PROP_INFRA in props:
+            self._state.infra.setdefault(name, str(props[PROP_INFRA]))
+        if report.when == "call" and report.outcome in ("passed", "failed"):
+            self._state.ran[name] += 1
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    state = _state(session.config)
+    if state.pool is None:
+        return
+    if not state.owner:
+        state.pool.release()
+        return
+    known = {s.name: s for s in state.manifest.stacks} if state.manifest else {}
+    session.config.stash[_RECORDS] = {r.stack: r for r in state.pool.records()}
+    state.closing_problems.extend(state.pool.teardown(known))
+    if not state.closing_problems:
+        shutil.rmtree(state.pool.ctx.run_dir, ignore_errors=True)
+    if exitstatus in (pytest.ExitCode.INTERRUPTED, pytest.ExitCode.USAGE_ERROR,
+                      pytest.ExitCode.INTERNAL_ERROR):
+        return
+    any_stack_test = sum(state.seen.values()) > 0
+    for stack in state.selected:
+        if state.ran[stack.name] == 0 and stack.name not in state.infra and (
+                state.explicit or any_stack_test):
+            state.closing_problems.append(
+                f"{stack.name}: no test ran on this stack (all skipped or deselected). "
+                f"A selected stack must run at least one test.")
+    if state.closing_problems or state.infra:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+_RECORDS = pytest.StashKey[dict[str, Any]]()
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int,
+                            config: pytest.Config) -> None:
+    state = config.stash.get(_KEY, None)
+    if state is None or not state.selected or not state.owner:
+        return
+    records = config.stash.get(_RECORDS, {})
+    tr = terminalreporter
+    tr.section("pytest-stacks")
+    for stack in state.selected:
+        record = records.get(stack.name)
+        versions = ""
+        if record is not None and record.observed_version:
+            versions = f" daemon {record.observed_version}"
+            if record.client_version:
+                versions += f", client {record.client_version}"
+            versions += f", up in {record.startup_s:.1f}s"
+        line = (f"{stack.name} ({stack.backend} {stack.version}, {stack.provider}):{versions} "
+                f"{state.ran[stack.name]} test(s) ran")
+        if stack.name in state.infra:
+            tr.write_line(f"{line} INFRASTRUCTURE ERROR: {state.infra[stack.name]}", red=True)
+        else:
+            tr.write_line(line)
+    for problem in state.closing_problems:
+        tr.write_line(f"FAIL-CLOSED: {problem}", red=True, bold=True)

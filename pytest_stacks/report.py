@@ -1,0 +1,66 @@
+"""Human-readable views of the manifest (tables for the CLI and ``pytest --stacks``)."""
+
+from __future__ import annotations
+
+import io
+
+from rich.console import Console
+from rich.table import Table
+
+from pytest_stacks.manifest import Manifest, Stack
+
+
+def _render(table: Table) -> str:
+    buffer = io.StringIO()
+    Console(file=buffer, width=160, no_color=True, force_terminal=False).print(table)
+    return buffer.getvalue().rstrip()
+
+
+def stacks_table(manifest: Manifest) -> str:
+    table = Table(title=f"stacks in {manifest.path}")
+    for column in ("stack", "backend", "version", "role", "provider", "lanes", "capabilities"):
+        table.add_column(column)
+    for stack in manifest.stacks:
+        lanes = [*stack.lanes, *(["canary"] if stack.canary else [])]
+        table.add_row(stack.name, stack.backend, stack.version, stack.role, stack.provider,
+                      ",".join(lanes) or "-", " ".join(sorted(stack.capabilities)))
+    return _render(table)
+
+
+def stack_details(stack: Stack) -> str:
+    lines = [
+        f"name:          {stack.name}",
+        f"description:   {stack.description or '-'}",
+        f"backend:       {stack.backend}",
+        f"version:       {stack.version} ({stack.role})",
+        f"provider:      {stack.provider}",
+        f"transport:     {stack.transport}",
+        f"configuration: {stack.configuration}",
+        f"lanes:         {', '.join(stack.lanes) or '-'}"
+        + (" + canary" if stack.canary else ""),
+        f"capabilities:  {', '.join(sorted(stack.capabilities))}",
+        f"requires:      {', '.join(stack.requires) or 'nothing (in process)'}",
+    ]
+    if stack.base_image:
+        lines.append(f"base image:    {stack.base_image.registry_reference} "
+                     f"(seeded offline as {stack.base_image.seeded_reference})")
+    if stack.image:
+        lines.append(f"image:         {stack.image.reference}")
+    if stack.compose:
+        lines.append(f"compose:       {stack.compose.directory} (service "
+                     f"{stack.compose.service})")
+        for key, value in stack.compose.build_args.items():
+            lines.append(f"  build arg    {key}={value}")
+    if stack.kind:
+        lines.append(f"kind:          {stack.kind.kind_version}, node "
+                     f"{stack.kind.node_image.reference}, operator "
+                     f"{stack.kind.operator_version}")
+    if stack.canary:
+        floats = {**stack.canary.build_args}
+        if stack.canary.image_tag:
+            floats["image tag"] = stack.canary.image_tag
+        lines.append("canary floats: " + ", ".join(f"{k}={v or '(newest)'}"
+                                                   for k, v in floats.items()))
+    if stack.options:
+        lines.append(f"options:       {dict(stack.options)}")
+    return "\n".join(lines)

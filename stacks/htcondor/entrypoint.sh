@@ -1,0 +1,25 @@
+#!/bin/sh
+# pytest-stacks HTCondor entrypoint: per-container setup, then `condor_master -f`.
+set -eu
+
+: "${CONDOR_PORT:=9618}"
+export CONDOR_PORT
+
+# Runtime directories the Debian package leaves to systemd-tmpfiles.
+install -d -o condor -g condor -m 0755 /var/run/condor /var/lock/condor /var/log/condor \
+    /var/spool/condor /var/lib/condor /var/lib/condor/execute
+install -d -o root -g root -m 0700 /etc/condor/passwords.d /etc/condor/tokens.d
+
+# Per-container pool signing key (IDTOKENS). Never part of the image.
+if [ ! -s /etc/condor/passwords.d/POOL ]; then
+    head -c 48 /dev/urandom | base64 -w0 \
+        | condor_store_cred add -c -i - >/dev/null
+fi
+
+# Daemon logs stay in /var/log/condor; also stream them to `docker compose logs`.
+if [ "${CONDOR_LOGS_TO_STDOUT:-1}" = 1 ]; then
+    ( cd /var/log/condor && exec tail -n +1 -F MasterLog SharedPortLog CollectorLog \
+        NegotiatorLog SchedLog StartLog ShadowLog StarterLog 2>/dev/null ) &
+fi
+
+exec "$@"

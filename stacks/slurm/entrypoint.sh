@@ -1,0 +1,116 @@
+#!/bin/bash
+# Entrypoint of the pytest-stacks Slurm image: writes the config for the
+# installed Slurm version, makes a fresh munge key, starts munged, slurmctld
+# and slurmd in the foreground, and streams the daemon logs to stdout.
+set -euo pipefail
+
+share=/usr/local/share/pytest-stacks/slurm
+conf=${SLURM_CONF:-/etc/slurm/slurm.conf}
+conf_dir=$(dirname "$conf")
+log_dir=/var/log/slurm
+
+log() { echo "[entrypoint] $*"; }
+
+# --- Which Slurm is installed ------------------------------------------------
+# Debian package version, e.g. "20.11.7+really20.11.4-2+deb11u1" -> "20.11.4".
+pkg_version=$(dpkg-query -W -f='${Version}' slurmctld)
+upstream=${pkg_version%-*}
+upstream=${upstream##*really}
+version_ge() { dpkg --compare-versions "$upstream" ge "$1"; }
+log "Slurm package $pkg_version (upstream $upstream)"
+
+# --- slurm.conf: common part + version-dependent lines -------------------------
+install -d -m 0755 "$conf_dir"
+{
+    cat "$share/slurm.conf"
+    echo
+    echo "# ---- added by the entrypoint for Slurm $upstream ----"
+    if ! version_ge 23.11; then
+        # The "none" plugins exist up to 23.02; from 23.11 they were removed
+        # and the settings are simply left unset (same meaning).
+        echo "TaskPlugin=task/none"
+        echo "JobAcctGatherType=jobacct_gather/none"
+    fi
+} > "$conf"
+
+# --- cgroup.conf ---------------------------------------------------------------
+#   < 22.05        : none needed (proctrack/linuxproc, no cgroup plugin loaded)
+#   22.05 .. 24.04 : slurmd always loads a cgroup plugin and has no "disabled";
+#                    cgroup/v1 on a cgroup-v1 host (seen working unprivileged),
+#                    cgroup/v2 + IgnoreSystemd on a cgroup-v2 host (untested)
+#   >= 24.05       : CgroupPlugin=disabled
+rm -f "$conf_dir/cgroup.conf"
+if version_ge 24.05; then
+    echo "CgroupPlugin=disabled" > "$conf_dir/cgroup.conf"
+elif version_ge 22.05; then
+    if [ -f /sys/fs/cgroup/cgroup.controllers ]; then
+        printf 'CgroupPlugin=cgroup/v2\nIgnoreSystemd=yes\n' > "$conf_dir/cgroup.conf"
+    else
+        echo "CgroupPlugin=cgroup/v1" > "$conf_dir/cgroup.conf"
+    fi
+fi
+if [ -f "$conf_dir/cgroup.conf" ]; then
+    log "cgroup.conf: $(tr '\n' ' ' < "$conf_dir/cgroup.conf")"
+fi
+
+# --- Directories -------------------------------------------------------------
+install -d -o slurm -g slurm -m 0755 /var/lib/slurm /var/lib/slurm/slurmctld "$log_dir" /run/slurm
+install -d -m 0755 /var/lib/slurm/slurmd
+install -d -o munge -g munge -m 0700 /etc/munge /var/lib/munge /var/log/munge
+install -d -o munge -g munge -m 0755 /run/munge
+: > "$log_dir/slurmctld.log"; : > "$log_dir/slurmd.log"
+chown slurm:slurm "$log_dir/slurmctld.log"
+# The completion log is written by slurmctld and read by `sacct -c`. sacct
+# loads the jobcomp/filetxt plugin, whose init opens the file for appending
+# (and slurmctld resets its mode to 0644), so `sacct -c` works only for root and
+# the SlurmUser "slurm", not for "submitter".
+install -o slurm -g slurm -m 0644 /dev/null "$log_dir/jobcomp.log"
+
+# --- Munge key: fresh for every container start, never stored in the image -----
+rm -f /etc/munge/munge.key
+dd if=/dev/urandom of=/etc/munge/munge.key bs=1024 count=1 status=none
+chown munge:munge /etc/munge/munge.key
+chmod 0400 /etc/munge/munge.key
+
+# --- Daemons -----------------------------------------------------------------
+pids=()
+stop() {
+    log "stopping"
+    kill -TERM "${pids[@]}" 2>/dev/null || true
+    wait || true
+    exit 0
+}
+trap stop TERM INT
+
+# Daemon logs go to the files; stdout shows them through `tail -F`.
+tail -n +1 -F "$log_dir/slurmctld.log" "$log_dir/slurmd.log" 2>/dev/null &
+pids+=($!)
+
+runuser -u munge -- /usr/sbin/munged --foreground &
+pids+=($!)
+for _ in $(seq 1 50); do
+    [ -S /run/munge/munge.socket.2 ] && break
+    sleep 0.1
+done
+log "munged started"
+
+# Foreground (-D) daemons run as children of this script. Their stderr repeats
+# the log file, so it goes to *.stderr (not streamed; shown if a daemon dies,
+# e.g. on a config error before the log file is open).
+/usr/sbin/slurmctld -D >/dev/null 2>"$log_dir/slurmctld.stderr" &
+pids+=($!)
+ctld_pid=$!
+/usr/sbin/slurmd -D -N localhost >/dev/null 2>"$log_dir/slurmd.stderr" &
+pids+=($!)
+slurmd_pid=$!
+log "slurmctld (pid $ctld_pid) and slurmd (pid $slurmd_pid) started"
+
+# If any daemon exits, stop the container (so a broken stack is visible).
+set +e
+wait -n "${pids[@]}"
+rc=$?
+log "a daemon exited (status $rc); stopping the container"
+tail -n 20 "$log_dir"/*.stderr
+kill -TERM "${pids[@]}" 2>/dev/null
+wait
+exit "${rc:-1}"
