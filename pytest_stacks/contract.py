@@ -157,10 +157,15 @@ def wait_for(
     handles: Sequence[JobHandle],
     until: frozenset[JobState] = TERMINAL,
     timeout: float = 120.0,
-    poll: float = 0.2,
+    poll: float = 0.5,
 ) -> list[JobStatus]:
-    """Poll until every job is in one of ``until``; raise TimeoutError naming the stragglers."""
+    """Poll until every job is in one of ``until``; raise TimeoutError naming the stragglers.
+
+    Polls quickly at first and backs off to ``poll``: fast fakes are not slowed down, real
+    schedulers are not hammered.
+    """
     deadline = time.monotonic() + timeout
+    delay = 0.01
     while True:
         statuses = client.status(handles)
         if all(s.state in until for s in statuses):
@@ -169,4 +174,5 @@ def wait_for(
             late = ", ".join(f"{s.handle.job_id}={s.state}({s.native_state})"
                              for s in statuses if s.state not in until)
             raise TimeoutError(f"jobs not in {sorted(until)} after {timeout:.0f}s: {late}")
-        time.sleep(poll)
+        time.sleep(min(delay, poll, max(0.0, deadline - time.monotonic())))
+        delay *= 2

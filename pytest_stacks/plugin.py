@@ -383,7 +383,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if not state.owner:
         state.pool.release()
         return
-    known = {s.name: s for s in state.manifest.stacks} if state.manifest else {}
+    known = {s.name: s for s in state.selected}
     session.config.stash[_RECORDS] = {r.stack: r for r in state.pool.records()}
     state.closing_problems.extend(state.pool.teardown(known))
     if not state.closing_problems:

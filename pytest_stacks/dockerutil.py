@@ -1,0 +1,67 @@
+"""Small helpers around the Docker engine shared by the provider, the reaper and doctor."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from collections.abc import Mapping, Sequence
+from functools import cache
+from typing import Any
+
+from pytest_stacks.errors import StacksError
+
+
+class EngineUnavailable(StacksError):
+    """No Docker engine answers; the message says how to get one."""
+
+
+ENGINE_FIX = ("start one: on Debian as root run `pytest-stacks doctor --fix` (installs docker.io "
+              "and starts dockerd), or start Docker Desktop / `systemctl start docker`")
+
+
+@cache
+def client() -> Any:
+    """A docker SDK client, or EngineUnavailable with the fix."""
+    try:
+        import docker
+
+        api = docker.from_env(timeout=120)
+        api.ping()
+    except Exception as exc:
+        raise EngineUnavailable(f"no Docker engine is reachable ({exc}); {ENGINE_FIX}") from None
+    return api
+
+
+def docker_cli() -> str:
+    path = shutil.which("docker")
+    if path is None:
+        raise EngineUnavailable("the `docker` command is not installed; install the Docker CLI "
+                                "(`pytest-stacks doctor --fix` does it on Debian)")
+    return path
+
+
+def run_cli(args: Sequence[str], *, env: Mapping[str, str] | None = None, timeout: float = 600,
+            cwd: str | None = None, input_bytes: bytes | None = None
+            ) -> subprocess.CompletedProcess[str]:
+    """Run ``docker ARGS`` capturing text output; never raises for a non-zero exit."""
+    try:
+        return subprocess.run([docker_cli(), *args], env=dict(env) if env else None, cwd=cwd,
+                              capture_output=True, text=True, timeout=timeout,
+                              input=input_bytes.decode() if input_bytes else None, check=False)
+    except subprocess.TimeoutExpired as exc:
+        out = exc.stdout.decode() if isinstance(exc.stdout, bytes) else (exc.stdout or "")
+        err = exc.stderr.decode() if isinstance(exc.stderr, bytes) else (exc.stderr or "")
+        return subprocess.CompletedProcess(exc.cmd, 124, out,
+                                           err + f"\n(timed out after {timeout:.0f}s)")
+
+
+def image_exists(reference: str) -> bool:
+    try:
+        client().images.get(reference)
+    except Exception:
+        return False
+    return True
+
+
+def image_id(reference: str) -> str:
+    return str(client().images.get(reference).id)

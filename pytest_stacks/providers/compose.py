@@ -1,0 +1,200 @@
+"""The ``compose`` provider: a docker compose project per run and stack.
+
+Lifecycle: reap what dead runs left -> base image (pinned digest, or seeded offline) -> build
+only when the content tag is new -> ``up`` under a unique project name with every container,
+network and volume labelled with run, stack and owner -> the backend's own readiness query ->
+per-run preparation (tokens) -> info for every process of the run to attach.
+
+The compose CLI is called directly rather than through testcontainers' ``DockerCompose``: that
+class has no project-name option (two sessions would share one project) and no way to add
+labels to networks and volumes. The docker SDK does the rest (find, exec, copy, reap).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from pytest_stacks import dockerutil
+from pytest_stacks.backends import compose_adapter
+from pytest_stacks.errors import InfrastructureError, StacksError
+from pytest_stacks.manifest import Stack
+from pytest_stacks.providers import images, reaper
+from pytest_stacks.providers.base import LABEL_STACK, Attached, RunContext
+from pytest_stacks.transports.docker_exec import DockerExecTransport
+
+
+def project_name(stack: Stack, ctx: RunContext) -> str:
+    slug = re.sub(r"[^a-z0-9]+", "", stack.name.lower())
+    return f"pst-{slug}-{ctx.run_id.rsplit('-', 1)[-1]}"
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _compose_file(stack: Stack) -> Path:
+    assert stack.compose is not None
+    return stack.compose.directory / "compose.yaml"
+
+
+def _override(stack: Stack, ctx: RunContext, run_dir: Path) -> Path:
+    """A second compose file that labels everything the project creates."""
+    source = yaml.safe_load(_compose_file(stack).read_text()) or {}
+    labels = ctx.labels(stack.name)
+    doc: dict[str, Any] = {
+        "services": {name: {"labels": labels} for name in source.get("services", {})},
+        "networks": {"default": {"labels": labels}},
+    }
+    for name in (source.get("networks") or {}):
+        doc["networks"][name] = {"labels": labels}
+    if source.get("volumes"):
+        doc["volumes"] = {name: {"labels": labels} for name in source["volumes"]}
+    path = run_dir / f"{stack.name}.compose.override.yaml"
+    path.write_text(yaml.safe_dump(doc, sort_keys=True))
+    return path
+
+
+def _tail(text: str, lines: int = 30) -> str:
+    return "\n".join(text.strip().splitlines()[-lines:])
+
+
+def _failed_step(output: str) -> str:
+    """The BuildKit/classic step that was running when a build failed."""
+    steps = re.findall(r"^#\d+ \[[^\]]+\] (.+)$|^Step \d+/\d+ : (.+)$", output, re.MULTILINE)
+    if not steps:
+        return "(step unknown)"
+    last = steps[-1][0] or steps[-1][1]
+    return last[:200]
+
+
+class ComposeProvider:
+    def _base_cmd(self, info: dict[str, Any]) -> list[str]:
+        cmd = ["compose", "-p", info["project"]]
+        for file in info["files"]:
+            cmd += ["-f", file]
+        return cmd
+
+    def _env(self, info: dict[str, Any]) -> dict[str, str]:
+        return {**os.environ, **info["env"]}
+
+    def up(self, stack: Stack, ctx: RunContext) -> dict[str, Any]:
+        assert stack.compose is not None
+        try:
+            dockerutil.client()
+            reaper.reap_dead()
+            base = images.ensure_base_image(stack.base_image) if stack.base_image else ""
+        except StacksError as exc:
+            raise InfrastructureError(stack.name, str(exc)) from None
+
+        build_args = dict(stack.compose.build_args)
+        if ctx.lane == "canary" and stack.canary is not None:
+            build_args.update(stack.canary.build_args)
+        base_id = dockerutil.image_id(base) if base else ""
+        tag = images.content_tag(stack.compose.directory, build_args, base_id)
+        ports = {name: free_port() for name in stack.compose.ports}
+        env = {**build_args, **{k: str(v) for k, v in ports.items()},
+               f"{stack.backend.upper()}_IMAGE_TAG": tag}
+        if base:
+            env["BASE_IMAGE"] = base
+        info: dict[str, Any] = {
+            "provider": "compose",
+            "project": project_name(stack, ctx),
+            "files": [str(_compose_file(stack)), str(_override(stack, ctx, ctx.run_dir))],
+            "env": env,
+            "ports": ports,
+            "image": f"pytest-stacks/{stack.backend}:{tag}",
+        }
+        self._build(stack, info)
+        started = dockerutil.run_cli([*self._base_cmd(info), "up", "-d", "--no-build"],
+                                     env=self._env(info), timeout=stack.timeouts.up)
+        if started.returncode != 0:
+            raise InfrastructureError(
+                stack.name, f"`docker compose up` failed:\n{_tail(started.stderr)}",
+                self._compose_logs(info))
+        container = self._service_container(stack, info)
+        info["container"] = container.id
+        transport = DockerExecTransport(container)
+        adapter = compose_adapter(stack.backend)
+        try:
+            adapter.wait_ready(transport, stack.timeouts.ready)
+        except TimeoutError as exc:
+            raise InfrastructureError(
+                stack.name, f"daemons not ready after {stack.timeouts.ready:.0f}s: {exc}",
+                self._logs(stack, info, transport)) from None
+        info.update(adapter.prepare(stack, transport, ctx.run_dir, ports))
+        return info
+
+    def _build(self, stack: Stack, info: dict[str, Any]) -> None:
+        if dockerutil.image_exists(info["image"]):
+            info["built"] = False  # content tag unchanged: nothing to rebuild
+            return
+        started = time.monotonic()
+        result = dockerutil.run_cli([*self._base_cmd(info), "build"], env=self._env(info),
+                                    timeout=stack.timeouts.build)
+        if result.returncode != 0:
+            output = result.stdout + "\n" + result.stderr
+            raise InfrastructureError(
+                stack.name, f"image build failed at step: {_failed_step(output)}\n"
+                f"last lines of the build log:\n{_tail(output)}")
+        info["built"] = True
+        info["build_s"] = round(time.monotonic() - started, 1)
+
+    def _service_container(self, stack: Stack, info: dict[str, Any]) -> Any:
+        assert stack.compose is not None
+        found = dockerutil.client().containers.list(all=True, filters={"label": [
+            f"com.docker.compose.project={info['project']}",
+            f"com.docker.compose.service={stack.compose.service}"]})
+        if not found:
+            raise InfrastructureError(stack.name, f"service {stack.compose.service!r} has no "
+                                      f"container in project {info['project']}",
+                                      self._compose_logs(info))
+        container = found[0]
+        if container.status != "running":
+            raise InfrastructureError(stack.name, f"container {container.name} is "
+                                      f"{container.status}", self._compose_logs(info))
+        return container
+
+    def _compose_logs(self, info: dict[str, Any]) -> str:
+        logs = dockerutil.run_cli([*self._base_cmd(info), "logs", "--no-color", "--tail", "200"],
+                                  env=self._env(info), timeout=60)
+        return logs.stdout + logs.stderr
+
+    def _logs(self, stack: Stack, info: dict[str, Any], transport: DockerExecTransport) -> str:
+        parts = [f"== docker compose logs ({info['project']})\n{self._compose_logs(info)}"]
+        try:
+            parts.append(compose_adapter(stack.backend).daemon_logs(transport))
+        except Exception as exc:  # the container may be gone; say so rather than fail
+            parts.append(f"(daemon logs unavailable: {exc})")
+        return "\n".join(parts)
+
+    def attach(self, stack: Stack, info: dict[str, Any], ctx: RunContext) -> Attached:
+        try:
+            container = dockerutil.client().containers.get(info["container"])
+        except Exception as exc:
+            raise InfrastructureError(stack.name, f"stack container is gone: {exc}") from None
+        transport = DockerExecTransport(container)
+        client = compose_adapter(stack.backend).client(stack, transport, info, ctx.run_dir)
+        return Attached(client, dict(info), lambda: self._logs(stack, info, transport),
+                        client.close)
+
+    def down(self, stack: Stack, info: dict[str, Any], ctx: RunContext) -> None:
+        result = dockerutil.run_cli(
+            [*self._base_cmd(info), "down", "-v", "--remove-orphans", "--timeout", "5"],
+            env=self._env(info), timeout=300)
+        left = reaper.sweep_run(ctx.run_id, stack.name)
+        remaining = [r for r in reaper.inventory(ctx.run_id).values()
+                     if any(c.labels.get(LABEL_STACK) == stack.name for c in r.containers)]
+        if left or remaining:
+            raise InfrastructureError(
+                stack.name, "teardown could not remove everything: "
+                + "; ".join(left or ["containers remain"])
+                + (f"\ncompose down said: {_tail(result.stderr)}" if result.returncode else ""))

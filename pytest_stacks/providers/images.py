@@ -1,0 +1,98 @@
+"""Images without a registry: the base image (pull by digest, or seed with debootstrap) and
+content-addressed stack image tags so an unchanged stack is never rebuilt."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Mapping
+from functools import cache
+from pathlib import Path
+
+from filelock import FileLock
+
+from pytest_stacks import dockerutil
+from pytest_stacks.errors import StacksError
+from pytest_stacks.manifest import BaseImage
+
+DEBIAN_MIRROR = os.environ.get("PYTEST_STACKS_DEBIAN_MIRROR", "http://deb.debian.org/debian")
+
+
+class ImageError(StacksError):
+    pass
+
+
+@cache
+def registry_reachable() -> bool:
+    """Whether Docker Hub answers. Here it fails at once ("no such host"), not by timeout."""
+    result = dockerutil.run_cli(["pull", "-q", "hello-world:latest"], timeout=30)
+    return result.returncode == 0
+
+
+def ensure_base_image(base: BaseImage, *, allow_seed: bool = True) -> str:
+    """The reference to build FROM: the pinned registry image where possible, else the seed."""
+    pinned = base.registry_reference
+    if dockerutil.image_exists(pinned):
+        return pinned
+    if base.digest and registry_reachable():
+        pulled = dockerutil.run_cli(["pull", "-q", pinned], timeout=600)
+        if pulled.returncode == 0:
+            return pinned
+    seeded = base.seeded_reference
+    if dockerutil.image_exists(seeded):
+        return seeded
+    if not allow_seed:
+        raise ImageError(f"base image {pinned} cannot be pulled and {seeded} is not seeded; run "
+                         f"`pytest-stacks seed {base.seed}`")
+    seed_debian(base.seed)
+    return seeded
+
+
+def seed_debian(suite: str) -> str:
+    """debootstrap ``suite`` (minbase) and import it as pytest-stacks/debian-base:SUITE."""
+    reference = f"pytest-stacks/debian-base:{suite}"
+    lock = Path(tempfile.gettempdir()) / f"pytest-stacks-seed-{suite}.lock"
+    with FileLock(str(lock)):
+        if dockerutil.image_exists(reference):
+            return reference
+        debootstrap = shutil.which("debootstrap") or "/usr/sbin/debootstrap"
+        if not Path(debootstrap).exists():
+            raise ImageError(
+                f"cannot seed {reference}: debootstrap is not installed (apt-get install "
+                f"debootstrap, or `pytest-stacks doctor --fix`)")
+        if os.geteuid() != 0:
+            raise ImageError(f"cannot seed {reference}: debootstrap needs root; run "
+                             f"`sudo pytest-stacks seed {suite}`")
+        with tempfile.TemporaryDirectory(prefix=f"pytest-stacks-{suite}-") as root:
+            target = Path(root) / "rootfs"
+            result = subprocess.run(
+                [debootstrap, "--variant=minbase", suite, str(target), DEBIAN_MIRROR],
+                capture_output=True, text=True, check=False, timeout=1200)
+            if result.returncode != 0:
+                tail = "\n".join((result.stdout + result.stderr).splitlines()[-15:])
+                raise ImageError(f"debootstrap {suite} failed:\n{tail}")
+            tar = subprocess.Popen(["tar", "-C", str(target), "-c", "."], stdout=subprocess.PIPE)
+            imported = subprocess.run(
+                [dockerutil.docker_cli(), "import", "-", reference], stdin=tar.stdout,
+                capture_output=True, text=True, check=False, timeout=600)
+            tar.wait()
+            if imported.returncode != 0 or tar.returncode != 0:
+                raise ImageError(f"docker import of {suite} failed: {imported.stderr.strip()}")
+    return reference
+
+
+def content_tag(directory: Path, build_args: Mapping[str, str], base_image_id: str) -> str:
+    """A tag derived from everything that goes into the build: same inputs, same tag."""
+    digest = hashlib.sha256()
+    for path in sorted(p for p in directory.rglob("*") if p.is_file()):
+        if path.name in {"README.md"} or "__pycache__" in path.parts:
+            continue
+        digest.update(str(path.relative_to(directory)).encode() + b"\0")
+        digest.update(path.read_bytes() + b"\0")
+    for key in sorted(build_args):
+        digest.update(f"{key}={build_args[key]}\0".encode())
+    digest.update(base_image_id.encode())
+    return digest.hexdigest()[:16]

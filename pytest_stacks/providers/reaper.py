@@ -1,0 +1,132 @@
+"""Find and remove what dead runs left: every resource carries its run and owner in labels.
+
+A run is dead when its owner process is gone from this host (pid absent, or reused by a
+process with another start time). Live runs are never touched, so two sessions on one machine
+can clean up after crashed ones without hurting each other.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+from pytest_stacks import dockerutil
+from pytest_stacks.providers.base import (
+    LABEL_OWNER_HOST,
+    LABEL_OWNER_PID,
+    LABEL_OWNER_START,
+    LABEL_RUN,
+    LABEL_STACK,
+    process_start_time,
+)
+
+
+@dataclass
+class RunResources:
+    run_id: str
+    labels: dict[str, str]
+    containers: list[Any] = field(default_factory=list)
+    networks: list[Any] = field(default_factory=list)
+    volumes: list[Any] = field(default_factory=list)
+
+    @property
+    def count(self) -> int:
+        return len(self.containers) + len(self.networks) + len(self.volumes)
+
+
+def owner_alive(labels: dict[str, str]) -> bool:
+    if labels.get(LABEL_OWNER_HOST, os.uname().nodename) != os.uname().nodename:
+        return True  # another host's run (shared engine): not ours to judge
+    try:
+        pid = int(labels.get(LABEL_OWNER_PID, "0"))
+    except ValueError:
+        return False
+    if pid <= 0:
+        return False
+    started = process_start_time(pid)
+    return bool(started) and started == labels.get(LABEL_OWNER_START, started)
+
+
+def inventory(run_id: str | None = None) -> dict[str, RunResources]:
+    api = dockerutil.client()
+    label = f"{LABEL_RUN}={run_id}" if run_id else LABEL_RUN
+    runs: dict[str, RunResources] = {}
+
+    def bucket(labels: dict[str, str]) -> RunResources:
+        rid = labels[LABEL_RUN]
+        if rid not in runs:
+            runs[rid] = RunResources(rid, dict(labels))
+        return runs[rid]
+
+    for container in api.containers.list(all=True, filters={"label": label}):
+        bucket(container.labels).containers.append(container)
+    for network in api.networks.list(filters={"label": label}):
+        bucket(network.attrs.get("Labels") or {}).networks.append(network)
+    for volume in api.volumes.list(filters={"label": label}):
+        bucket(volume.attrs.get("Labels") or {}).volumes.append(volume)
+    return runs
+
+
+def remove(resources: RunResources) -> list[str]:
+    """Remove containers, then networks, then volumes. Returns what could not be removed."""
+    left: list[str] = []
+    for container in resources.containers:
+        try:
+            container.remove(force=True, v=True)
+        except Exception as exc:
+            if "No such container" not in str(exc) and "404" not in str(exc):
+                left.append(f"container {container.name}: {exc}")
+    for network in resources.networks:
+        try:
+            network.remove()
+        except Exception as exc:
+            if "not found" not in str(exc).lower() and "404" not in str(exc):
+                left.append(f"network {network.name}: {exc}")
+    for volume in resources.volumes:
+        try:
+            volume.remove(force=True)
+        except Exception as exc:
+            if "no such volume" not in str(exc).lower() and "404" not in str(exc):
+                left.append(f"volume {volume.name}: {exc}")
+    return left
+
+
+def reap_dead(*, dry_run: bool = False) -> dict[str, RunResources]:
+    """Remove every resource of runs whose owner is dead. Returns what was (or would be) reaped."""
+    reaped = {}
+    for run_id, resources in inventory().items():
+        if owner_alive(resources.labels):
+            continue
+        reaped[run_id] = resources
+        if not dry_run:
+            remove(resources)
+    return reaped
+
+
+def sweep_run(run_id: str, stack: str | None = None) -> list[str]:
+    """Remove what one run (optionally one stack of it) still holds; the teardown's safety net."""
+    left: list[str] = []
+    for resources in inventory(run_id).values():
+        if stack is not None:
+            resources.containers = [c for c in resources.containers
+                                    if c.labels.get(LABEL_STACK) == stack]
+            resources.networks = [n for n in resources.networks
+                                  if (n.attrs.get("Labels") or {}).get(LABEL_STACK) == stack]
+            resources.volumes = [v for v in resources.volumes
+                                 if (v.attrs.get("Labels") or {}).get(LABEL_STACK) == stack]
+        left.extend(remove(resources))
+    with contextlib.suppress(Exception):
+        if inventory(run_id) and stack is None:
+            left.append(f"resources of run {run_id} are still present after removal")
+    return left
+
+
+def summary(runs: dict[str, RunResources]) -> dict[str, dict[str, int]]:
+    out: dict[str, dict[str, int]] = defaultdict(dict)
+    for run_id, res in runs.items():
+        out[run_id] = {"containers": len(res.containers), "networks": len(res.networks),
+                       "volumes": len(res.volumes)}
+    return dict(out)

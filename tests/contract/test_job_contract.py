@@ -1,0 +1,175 @@
+"""The job contract, executable: every stack must pass this, fakes and real daemons alike.
+
+Each test names the capabilities it needs; the plugin skips it, with the reason, on a stack
+that does not offer them. Values are fresh per run (uuid), so a stale file or a cached answer
+cannot make a test pass.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from pathlib import Path
+
+import pytest
+
+from pytest_stacks.contract import (
+    JobClient,
+    JobHandle,
+    JobSpec,
+    JobState,
+    submitted,
+    wait_for,
+)
+from pytest_stacks.manifest import Stack
+
+
+def _timeout(stack: Stack) -> float:
+    return stack.timeouts.job
+
+
+@pytest.mark.requires("submit", "status")
+def test_job_runs_to_completion(backend: JobClient, stack: Stack) -> None:
+    [handle] = submitted(backend.submit([JobSpec(script="true\n", name="ok")]))
+    [status] = wait_for(backend, [handle], timeout=_timeout(stack))
+    assert status.state is JobState.COMPLETED, status
+    assert status.exit_code == 0
+    assert status.native_state
+
+
+@pytest.mark.requires("submit", "status")
+def test_non_zero_exit_is_a_failure_with_its_code(backend: JobClient, stack: Stack) -> None:
+    [handle] = submitted(backend.submit([JobSpec(script="echo failing >&2\nexit 3\n")]))
+    [status] = wait_for(backend, [handle], timeout=_timeout(stack))
+    assert status.state is JobState.FAILED, status
+    assert status.exit_code == 3, status
+
+
+@pytest.mark.requires("submit", "status", "inputs", "outputs")
+def test_inputs_reach_the_job_byte_for_byte(backend: JobClient, stack: Stack,
+                                            tmp_path: Path) -> None:
+    payload = os.urandom(4096) + b"\x00\r\n" + uuid.uuid4().bytes
+    spec = JobSpec(
+        script="sha256sum input.bin | cut -d' ' -f1 > digest.txt\nwc -c < input.bin > size.txt\n",
+        inputs={"input.bin": payload}, outputs=("digest.txt", "size.txt"))
+    [handle] = submitted(backend.submit([spec]))
+    [status] = wait_for(backend, [handle], timeout=_timeout(stack))
+    assert status.state is JobState.COMPLETED, status
+    [result] = backend.fetch_outputs([handle], tmp_path)
+    assert result.ok, result.error
+    import hashlib
+    assert result.files["digest.txt"].read_text().strip() == hashlib.sha256(payload).hexdigest()
+    assert int(result.files["size.txt"].read_text()) == len(payload)
+
+
+@pytest.mark.requires("submit", "status", "outputs")
+def test_outputs_come_back_byte_for_byte(backend: JobClient, stack: Stack,
+                                         tmp_path: Path) -> None:
+    token = uuid.uuid4().hex
+    spec = JobSpec(script=f"printf '%s\\n\\x01\\xff' {token} > out.bin\n", outputs=("out.bin",))
+    [handle] = submitted(backend.submit([spec]))
+    wait_for(backend, [handle], timeout=_timeout(stack))
+    [result] = backend.fetch_outputs([handle], tmp_path)
+    assert result.ok, result.error
+    assert result.files["out.bin"].read_bytes() == f"{token}\n".encode() + b"\x01\xff"
+
+
+@pytest.mark.requires("submit", "status", "outputs", "outputs.repeatable")
+def test_outputs_fetched_twice_are_identical(backend: JobClient, stack: Stack,
+                                             tmp_path: Path) -> None:
+    token = uuid.uuid4().hex
+    spec = JobSpec(script=f"echo {token} > out.txt\n", outputs=("out.txt",))
+    [handle] = submitted(backend.submit([spec]))
+    wait_for(backend, [handle], timeout=_timeout(stack))
+    [first] = backend.fetch_outputs([handle], tmp_path / "first")
+    assert first.ok, first.error
+    # Wait past the scheduler's periodic evaluation: one-shot retrieval removes the job there.
+    import time
+    time.sleep(float(stack.options.get("periodic_expr_interval", 0)) * 3)
+    [second] = backend.fetch_outputs([handle], tmp_path / "second")
+    assert second.ok, f"second fetch failed: {second.error}"
+    assert first.files["out.txt"].read_text() == f"{token}\n"
+    assert {n: p.read_bytes() for n, p in first.files.items()} == \
+        {n: p.read_bytes() for n, p in second.files.items()}
+
+
+@pytest.mark.requires("submit", "status", "kill")
+def test_running_job_can_be_killed(backend: JobClient, stack: Stack) -> None:
+    [handle] = submitted(backend.submit([JobSpec(script="sleep 300\n", name="victim")]))
+    wait_for(backend, [handle], until=frozenset({JobState.RUNNING}), timeout=_timeout(stack))
+    [killed] = backend.kill([handle])
+    assert killed.ok, killed.error
+    [status] = wait_for(backend, [handle], timeout=_timeout(stack))
+    assert status.state is JobState.CANCELLED, status
+
+
+@pytest.mark.requires("submit", "status", "purge", "outputs")
+def test_purge_forgets_a_finished_job(backend: JobClient, stack: Stack, tmp_path: Path) -> None:
+    spec = JobSpec(script="echo kept > out.txt\n", outputs=("out.txt",))
+    [handle] = submitted(backend.submit([spec]))
+    wait_for(backend, [handle], timeout=_timeout(stack))
+    [purged] = backend.purge([handle])
+    assert purged.ok, purged.error
+    [after] = backend.fetch_outputs([handle], tmp_path)
+    assert not after.ok, "outputs of a purged job must be gone"
+    [status] = backend.status([handle])
+    assert status.state in {JobState.COMPLETED, JobState.UNKNOWN}, status
+
+
+@pytest.mark.requires("submit", "status", "purge")
+def test_purging_a_running_job_is_refused_per_job(backend: JobClient, stack: Stack) -> None:
+    [handle] = submitted(backend.submit([JobSpec(script="sleep 300\n")]))
+    try:
+        wait_for(backend, [handle], until=frozenset({JobState.RUNNING}), timeout=_timeout(stack))
+        [result] = backend.purge([handle])
+        assert not result.ok and result.error
+    finally:
+        backend.kill([handle])
+
+
+@pytest.mark.requires("status")
+def test_unknown_handle_reads_as_unknown(backend: JobClient, stack: Stack) -> None:
+    ghost = JobHandle(stack.name, "4999999")
+    [status] = backend.status([ghost])
+    assert status.state is JobState.UNKNOWN
+    assert status.handle == ghost
+
+
+@pytest.mark.requires("submit", "status", "outputs")
+def test_bulk_submit_returns_handles_in_order(backend: JobClient, stack: Stack,
+                                              tmp_path: Path) -> None:
+    values = [uuid.uuid4().hex for _ in range(5)]
+    specs = [JobSpec(script=f"echo {v} > value.txt\n", name=f"bulk{i}", outputs=("value.txt",))
+             for i, v in enumerate(values)]
+    handles = submitted(backend.submit(specs))
+    assert len(handles) == len(values)
+    assert len(set(handles)) == len(handles)
+    wait_for(backend, handles, timeout=_timeout(stack) * 2)
+    results = backend.fetch_outputs(handles, tmp_path)
+    assert [r.handle for r in results] == handles
+    assert [r.files["value.txt"].read_text().strip() for r in results] == values
+
+
+@pytest.mark.requires("submit", "status")
+def test_status_of_a_mixed_set_comes_back_complete(backend: JobClient, stack: Stack) -> None:
+    done, failing = submitted(backend.submit([JobSpec(script="true\n"),
+                                              JobSpec(script="exit 7\n")]))
+    wait_for(backend, [done, failing], timeout=_timeout(stack))
+    ghost = JobHandle(stack.name, "4999998")
+    statuses = backend.status([failing, ghost, done])
+    assert [s.handle for s in statuses] == [failing, ghost, done]
+    assert [s.state for s in statuses] == [JobState.FAILED, JobState.UNKNOWN, JobState.COMPLETED]
+    assert statuses[0].exit_code == 7
+
+
+@pytest.mark.requires("submit", "status")
+def test_finished_job_stays_observable_after_leaving_the_queue(backend: JobClient,
+                                                               stack: Stack) -> None:
+    """Final states must not vanish when the scheduler ages a job out of its live queue."""
+    [handle] = submitted(backend.submit([JobSpec(script="exit 4\n")]))
+    wait_for(backend, [handle], timeout=_timeout(stack))
+    import time
+    time.sleep(float(stack.options.get("min_job_age", 0)) + 0.2)
+    [status] = backend.status([handle])
+    assert status.state is JobState.FAILED, status
+    assert status.exit_code == 4
