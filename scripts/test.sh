@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Set-up command 2 of 2: the project's tests. Unit, plugin (pytester) and the fake lane always;
+# with a Docker engine also the contract suite on the real stacks and the lifecycle fault tests.
+# A pytest run that collected nothing (exit 5) is a failure, never a pass.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+PY=.venv/bin/python
+
+run() {
+    echo "== $*"
+    "$@"
+    local rc=$?
+    if [ "$rc" -eq 5 ]; then
+        echo "FAIL: pytest collected no tests for: $*" >&2
+        exit 1
+    elif [ "$rc" -ne 0 ]; then
+        echo "FAIL (exit $rc): $*" >&2
+        exit "$rc"
+    fi
+}
+
+run .venv/bin/ruff check pytest_stacks tests bench
+run "$PY" -m pytest -q -n 2
+
+if docker info >/dev/null 2>&1; then
+    # The real stacks this machine can run: every Slurm version and HTCondor 23.9.
+    REAL_STACKS=${REAL_STACKS:-"slurm-* htcondor-23.9"}
+    args=()
+    for s in $REAL_STACKS; do args+=(--stack="$s"); done
+    run "$PY" -m pytest tests/contract tests/backend -q "${args[@]}" -p no:randomly
+    PYTEST_STACKS_REQUIRE_DOCKER=1 run "$PY" -m pytest tests/faults -q
+else
+    echo "== no Docker engine: real stacks and fault tests not run (scripts/setup.sh installs one)"
+    if [ "${CI:-}" = "true" ]; then
+        echo "FAIL: CI must run the real stacks" >&2
+        exit 1
+    fi
+fi
+echo "== all test stages passed"
