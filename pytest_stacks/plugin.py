@@ -8,6 +8,7 @@ import contextlib
 import os
 import shutil
 import signal
+import sys
 import tempfile
 from collections import Counter
 from collections.abc import Generator, Sequence
@@ -168,13 +169,17 @@ def _install_sigterm_handler() -> None:
 
 
 def pytest_cmdline_main(config: pytest.Config) -> int | None:
+    """``pytest --stacks``: runs before configure, so it reads the manifest itself."""
     if not config.getoption("stacks"):
         return None
-    state = _state(config)
-    assert state.manifest is not None
     from pytest_stacks.report import stacks_table
 
-    print(stacks_table(state.manifest))
+    try:
+        manifest = load_manifest(_manifest_path(config))
+    except ManifestError as exc:
+        print(f"pytest-stacks: invalid manifest:\n{exc}", file=sys.stderr)
+        return int(pytest.ExitCode.USAGE_ERROR)
+    print(stacks_table(manifest))
     return 0
 
 
@@ -352,7 +357,8 @@ def _attach_diagnostics(item: pytest.Item, stack: Stack, report: pytest.TestRepo
 
 def pytest_report_teststatus(report: pytest.TestReport,
                              config: pytest.Config) -> tuple[str, str, Any] | None:
-    if any(k == PROP_INFRA for k, _ in report.user_properties) and report.failed:
+    props = getattr(report, "user_properties", ())
+    if report.failed and any(k == PROP_INFRA for k, _ in props):
         return "infra", "I", ("INFRA", {"red": True, "bold": True})
     return None
 
@@ -410,8 +416,24 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int,
     state = config.stash.get(_KEY, None)
     if state is None or not state.selected or not state.owner:
         return
+    if not state.explicit and not sum(state.seen.values()):
+        return  # the default fake selection, and no test used a stack: nothing to report
     records = config.stash.get(_RECORDS, {})
     tr = terminalreporter
+    infra_reports = tr.stats.get("infra", [])
+    if infra_reports:
+        tr.section("stack infrastructure errors (not test failures)", red=True)
+        shown: set[str] = set()
+        for rep in infra_reports:
+            name = dict(rep.user_properties).get(PROP_STACK, "?")
+            tr.write_line(f"{rep.nodeid}: {rep.longrepr}")
+            if name in shown:
+                continue
+            shown.add(name)
+            for title, content in rep.sections:
+                if title.startswith(f"stack {name}"):
+                    tr.write_sep("-", title)
+                    tr.write_line(content[-8000:])
     tr.section("pytest-stacks")
     for stack in state.selected:
         record = records.get(stack.name)

@@ -650,7 +650,7 @@ class FakeSchedd:
             self._tick()
             expr = self._constraint(constraint)
             now = int(time.time())
-            out = []
+            out: list[dict[str, Any]] = []
             for ad in reversed(self._history):
                 if match >= 0 and len(out) >= match:
                     break

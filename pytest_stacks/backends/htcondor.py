@@ -36,6 +36,7 @@ that the declared outputs (and the job's stdout file) actually arrived.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shlex
@@ -238,18 +239,18 @@ class BindingsSchedd:
             raise ScheddError(f"unsupported action {action!r}")
         result = self._call("remove", self._schedd.act, self._h.JobAction.Remove,
                             list(job_ids), reason=reason or None)
-        return {k: _plain(result[k]) for k in result.keys()}
+        return {k: _plain(v) for k, v in result.items()}
 
     def query(self, constraint: str = "true",
               projection: Sequence[str] = ()) -> list[dict[str, Any]]:
         ads = self._call("query", self._schedd.query, constraint, list(projection))
-        return [{k: _plain(ad[k]) for k in ad.keys()} for ad in ads]
+        return [{k: _plain(v) for k, v in ad.items()} for ad in ads]
 
     def history(self, constraint: str = "true", projection: Sequence[str] = (),
                 match: int = -1) -> list[dict[str, Any]]:
         ads = self._call("history", self._schedd.history, constraint, list(projection),
                          match=match)
-        return [{k: _plain(ad[k]) for k in ad.keys()} for ad in ads]
+        return [{k: _plain(v) for k, v in ad.items()} for ad in ads]
 
     def daemon_version(self) -> str:
         return str(self._ad.get("CondorVersion", ""))
@@ -406,10 +407,8 @@ class HTCondorClient:
             try:
                 self._schedd.spool(submitted)
             except ScheddError as exc:
-                try:
+                with contextlib.suppress(ScheddError):
                     self._schedd.act("remove", submitted.job_ids, "pytest-stacks: spool failed")
-                except ScheddError:
-                    pass
                 shutil.rmtree(root, ignore_errors=True)
                 results.append(SubmitResult(None, f"spooling the inputs of {job_id} failed: "
                                                   f"{exc}"))

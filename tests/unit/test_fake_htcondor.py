@@ -1,4 +1,4 @@
-"""The HTCondor double on its own: spooling, job states, and the one-shot rule of 25.8.2+ clients."""
+"""The HTCondor double on its own: spooling, job states, the one-shot rule of 25.8.2+ clients."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from pytest_stacks.backends.htcondor import (
     ScheddError,
 )
 
-INTERVAL = 0.05
+INTERVAL = 0.03
 
 
 @pytest.fixture
@@ -217,7 +217,8 @@ def test_remove_a_running_job(make_schedd, tmp_path) -> None:
     job_id = _run(schedd, desc)
     _wait_status(schedd, job_id, 2)
     assert schedd.act("remove", [job_id], "test")["TotalSuccess"] == 1
-    assert _ad(schedd, job_id)["JobStatus"] == 3
+    removed = _ad(schedd, job_id)
+    assert removed is not None and removed["JobStatus"] == 3
     schedd.run_periodic()
     [hist] = _history(schedd, job_id)
     assert hist["JobStatus"] == 3 and hist["RemoveReason"] == "test"

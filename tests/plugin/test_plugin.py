@@ -1,0 +1,222 @@
+"""The plugin as users run it, through pytester."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+pytest_plugins = ["pytester"]
+
+MANIFEST = """
+version: 1
+capabilities:
+  submit: s
+  status: t
+  outputs: o
+  mpi: m
+backends:
+  slurm:
+    window: {anchor: "22.05", leading_edge: "26.05"}
+  mpi-operator:
+    window: {anchor: "0.8", leading_edge: "0.8"}
+stacks:
+  - name: fake-slurm
+    backend: slurm
+    version: "24.11.5"
+    provider: fake
+    transport: local
+    configuration: single-node
+    capabilities: [submit, status, outputs]
+    lanes: [pr]
+  - name: fake-slurm-20.11
+    backend: slurm
+    version: "20.11.4"
+    provider: fake
+    transport: local
+    configuration: single-node
+    capabilities: [submit, status]
+    lanes: [full]
+  - name: broken-mpi
+    backend: mpi-operator
+    version: "0.8.2"
+    provider: fake
+    transport: kubernetes
+    configuration: default
+    capabilities: [submit, status, mpi]
+    lanes: [full]
+"""
+
+TESTS = """
+import pytest
+from pytest_stacks.contract import JobSpec, submitted, wait_for, JobState
+
+def test_runs(backend, stack):
+    [h] = submitted(backend.submit([JobSpec(script="true\\n")]))
+    [s] = wait_for(backend, [h], timeout=30)
+    assert s.state is JobState.COMPLETED
+
+@pytest.mark.requires("outputs")
+def test_needs_outputs(backend):
+    pass
+
+@pytest.mark.stack_version(">=24.11")
+def test_new_only(stack):
+    assert stack.parsed_version.major >= 24
+
+def test_plain():
+    pass
+"""
+
+
+@pytest.fixture
+def project(pytester: pytest.Pytester) -> pytest.Pytester:
+    pytester.makefile(".yaml", manifest=MANIFEST)
+    pytester.makeini("[pytest]\n")
+    pytester.makepyfile(test_user=TESTS)
+    return pytester
+
+
+def test_default_selection_is_the_fake_stacks(project: pytest.Pytester) -> None:
+    result = project.runpytest("-v", "--stack=fake-*")
+    result.assert_outcomes(passed=5, skipped=2)
+    result.stdout.fnmatch_lines([
+        "*test_runs[[]fake-slurm[]] PASSED*",
+        "*test_runs[[]fake-slurm-20.11[]] PASSED*",
+        "*test_needs_outputs[[]fake-slurm-20.11[]] SKIPPED*",
+    ])
+
+
+def test_capability_skip_names_stack_and_capability(project: pytest.Pytester) -> None:
+    result = project.runpytest("-rs", "--stack=fake-slurm-20.11")
+    result.stdout.fnmatch_lines(["*stack fake-slurm-20.11 lacks capability: outputs*"])
+
+
+def test_stack_version_marker(project: pytest.Pytester) -> None:
+    result = project.runpytest("-rs", "--stack=fake-slurm-20.11")
+    result.stdout.fnmatch_lines(
+        ["*fake-slurm-20.11 (slurm 20.11.4) is outside stack_version('>=24.11')*"])
+
+
+def test_unknown_stack_is_a_usage_error(project: pytest.Pytester) -> None:
+    result = project.runpytest("--stack=fake-slurn")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*unknown stack 'fake-slurn'*Did you mean 'fake-slurm'?*",
+                                 "*Known stacks: fake-slurm, fake-slurm-20.11, broken-mpi*"])
+    assert "Traceback" not in result.stderr.str()
+
+
+def test_unknown_stack_under_xdist_is_reported_once(project: pytest.Pytester) -> None:
+    result = project.runpytest_subprocess("-n", "2", "--stack=nope")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert (result.stdout.str() + result.stderr.str()).count("unknown stack 'nope'") == 1
+
+
+def test_glob_that_matches_nothing_is_a_usage_error(project: pytest.Pytester) -> None:
+    result = project.runpytest("--stack=htcondor-*")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+
+
+def test_unknown_capability_is_a_collection_error(project: pytest.Pytester) -> None:
+    project.makepyfile(test_typo="""
+        import pytest
+        @pytest.mark.requires("outputz")
+        def test_x(backend):
+            pass
+    """)
+    result = project.runpytest("--stack=fake-slurm", "test_typo.py")
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    result.stdout.fnmatch_lines(["*unknown capability 'outputz' (did you mean 'outputs'?)*"])
+
+
+def test_stack_where_nothing_ran_fails_the_session(project: pytest.Pytester) -> None:
+    project.makepyfile(test_only_mpi="""
+        import pytest
+        @pytest.mark.requires("mpi")
+        def test_mpi(backend):
+            pass
+    """)
+    result = project.runpytest("--stack=fake-slurm", "test_only_mpi.py")
+    result.assert_outcomes(skipped=1)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(["*FAIL-CLOSED: fake-slurm: no test ran on this stack*"])
+
+
+def test_deselecting_everything_on_a_stack_fails(project: pytest.Pytester) -> None:
+    result = project.runpytest("--stack=fake-slurm", "-k", "plain")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(["*FAIL-CLOSED: fake-slurm*"])
+
+
+def test_infrastructure_error_is_its_own_category(project: pytest.Pytester) -> None:
+    result = project.runpytest("--stack=broken-mpi", "-k", "test_runs")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    out = result.stdout.str()
+    assert "1 infra" in out and "passed" not in out.splitlines()[-1]
+    result.stdout.fnmatch_lines([
+        "*INFRASTRUCTURE ERROR (not a test failure)*no fake exists for backend 'mpi-operator'*",
+        "*broken-mpi*INFRASTRUCTURE ERROR*",
+    ])
+
+
+def test_disabling_the_plugin(project: pytest.Pytester) -> None:
+    result = project.runpytest("-p", "no:stacks", "test_user.py")
+    result.stdout.fnmatch_lines(["*fixture 'backend' not found*"])
+    result = project.runpytest("-p", "no:stacks", "--stack=fake-slurm")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR  # the option does not exist
+
+
+def test_list_stacks(project: pytest.Pytester) -> None:
+    result = project.runpytest("--stacks")
+    assert result.ret == 0
+    result.stdout.fnmatch_lines(["*fake-slurm-20.11*slurm*20.11.4*legacy*"])
+
+
+def test_invalid_manifest_is_a_clear_usage_error(project: pytest.Pytester) -> None:
+    project.makefile(".yaml", manifest=MANIFEST.replace("lanes: [pr]", "lanez: [pr]"))
+    result = project.runpytest()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*manifest.yaml:*: stacks[[]0[]] (fake-slurm).lanez: unknown "
+                                 "key*Did you mean 'lanes'?*"])
+    assert "Traceback" not in result.stderr.str()
+
+
+def test_xdist_shares_and_passes(project: pytest.Pytester) -> None:
+    result = project.runpytest_subprocess("-n", "2", "--stack=fake-*")
+    result.assert_outcomes(passed=5, skipped=2)
+    assert result.ret == 0
+
+
+def test_user_supplies_the_client_through_the_hook(project: pytest.Pytester) -> None:
+    project.makeconftest("""
+        class Mine:
+            def __init__(self, default):
+                self.default = default
+            def __getattr__(self, name):
+                return getattr(self.default, name)
+            mine = True
+
+        def pytest_stacks_backend(stack, default, info):
+            return Mine(default)
+    """)
+    project.makepyfile(test_hook="""
+        def test_uses_mine(backend):
+            assert backend.mine is True
+    """)
+    result = project.runpytest("--stack=fake-slurm", "test_hook.py")
+    result.assert_outcomes(passed=1)
+
+
+def test_failure_report_carries_the_scheduler_view(project: pytest.Pytester) -> None:
+    project.makepyfile(test_red=textwrap.dedent("""
+        from pytest_stacks.contract import JobSpec, submitted, wait_for
+
+        def test_red(backend):
+            [h] = submitted(backend.submit([JobSpec(script="echo boom-marker; exit 9\\n")]))
+            wait_for(backend, [h], timeout=30)
+            assert False, "deliberate"
+    """))
+    result = project.runpytest("--stack=fake-slurm", "test_red.py")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*stack fake-slurm: scheduler view of this test's jobs*",
+                                 "*ExitCode=9:0*", "*boom-marker*"])
