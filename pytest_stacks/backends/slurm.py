@@ -32,11 +32,12 @@ SCRIPT_NAME = ".pytest-stacks-job.sh"
 
 class SlurmClient:
     def __init__(self, transport: Transport, stack: str, *, user: str = "submitter",
-                 job_root: str = "/work/jobs") -> None:
+                 job_root: str = "/work/jobs", completion_user: str = "slurm") -> None:
         self._transport = transport
         self._stack = stack
         self._user = user
         self._job_root = job_root.rstrip("/")
+        self._completion_user = completion_user
         self._workdirs: dict[str, str] = {}
         self._has_json: bool | None = None
         self._version: str | None = None
@@ -105,8 +106,10 @@ class SlurmClient:
         return parse.parse_scontrol_jobs(result.stdout)
 
     def _completion_view(self, job_ids: Sequence[str]) -> dict[str, parse.SlurmJob]:
+        # As SlurmUser: sacct's jobcomp/filetxt reader opens the log read-write, and slurmctld
+        # keeps it 0644, so the submit user gets "Permission denied" (seen on all versions).
         result = self._run("sacct", "-c", "-P", "-n", "--format=JobID,State,ExitCode",
-                           "-j", ",".join(job_ids), check=False)
+                           "-j", ",".join(job_ids), user=self._completion_user, check=False)
         jobs = parse.parse_sacct_c(result.stdout) if result.ok else {}
         return {k: v for k, v in jobs.items() if k in job_ids}
 

@@ -126,7 +126,8 @@ CORPUS: list[tuple[str, Callable[[dict[str, Any]], None], list[str]]] = [
     ("unknown-timeout", _set("stacks/0/timeouts", {"upp": 3}),
      ["timeouts.upp: unknown key", "Did you mean 'up'"]),
     ("capabilities-empty", _set("capabilities", {}), ["capabilities: must not be empty"]),
-    ("bad-capability-name", _set("capabilities", {"Submit Jobs": "x"}), ["'Submit Jobs' is not valid: expected a capability name"]),
+    ("bad-capability-name", _set("capabilities", {"Submit Jobs": "x"}),
+     ["'Submit Jobs' is not valid: expected a capability name"]),
     ("canary-empty", _set("stacks/1/canary", {}), ["canary: must not be empty"]),
     ("stack-not-mapping", _set("stacks/0", "fake-slurm"),
      ["stacks[0]: expected a mapping, got string"]),
@@ -190,7 +191,7 @@ def test_every_problem_is_reported_at_once(tmp_path: Path) -> None:
 
 
 def test_missing_file_says_what_to_do(tmp_path: Path) -> None:
-    with pytest.raises(ManifestError, match="no such manifest.*--stack-manifest"):
+    with pytest.raises(ManifestError, match=r"no such manifest.*--stack-manifest"):
         load(tmp_path / "absent.yaml")
 
 

@@ -1,0 +1,139 @@
+"""HTCondor's one-shot output retrieval (HTCONDOR-3508), shown raw on the selected stack.
+
+From 25.8.2 the *submitting client* writes a ``LeaveJobInQueue`` under which a completed,
+spooled job leaves the queue at the schedd's next periodic evaluation after its first
+successful retrieval; a second retrieval then raises nothing and writes nothing. The old 10-day
+expression, given as ``leave_in_queue``, keeps the job and makes retrieval repeatable. These
+tests state what they observe; they are not bent to pass on a daemon that behaves otherwise.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_stacks.backends.htcondor import ONE_SHOT_SINCE, version_tuple
+from pytest_stacks.contract import JobClient, JobSpec, JobState, submitted, wait_for
+from pytest_stacks.manifest import Stack
+
+pytestmark = pytest.mark.requires("submit", "status", "outputs")
+
+#: The stacks' PERIODIC_EXPR_INTERVAL when the manifest does not say (stacks/htcondor sets 5).
+DEFAULT_PERIODIC_EXPR_INTERVAL = 5.0
+
+
+def _driver(backend: JobClient, stack: Stack, output_retrieval: str) -> Any:
+    if stack.backend != "htcondor":
+        pytest.skip(f"stack {stack.name} runs {stack.backend}, not htcondor: one-shot output "
+                    f"retrieval is HTCondor behaviour")
+    with_options = getattr(backend, "with_options", None)
+    if with_options is None:
+        pytest.skip("the backend client is not the reference HTCondor driver (no with_options)")
+    return with_options(output_retrieval=output_retrieval)
+
+
+def _interval(stack: Stack) -> float:
+    return float(stack.options.get("periodic_expr_interval", DEFAULT_PERIODIC_EXPR_INTERVAL))
+
+
+def _constraint(job_id: str) -> str:
+    cluster, proc = job_id.split(".")
+    return f"ClusterId == {int(cluster)} && ProcId == {int(proc)}"
+
+
+def _finished_job(driver: Any, stack: Stack, token: str) -> Any:
+    [handle] = submitted(driver.submit([JobSpec(script=f"echo {token} > out.txt\n",
+                                                name="one-shot", outputs=("out.txt",))]))
+    [status] = wait_for(driver, [handle], timeout=stack.timeouts.job)
+    assert status.state is JobState.COMPLETED, status
+    return handle
+
+
+def _leave_in_queue(driver: Any, job_id: str) -> str:
+    ads = driver.schedd.query(_constraint(job_id), ["LeaveJobInQueue"]) or \
+        driver.schedd.history(_constraint(job_id), ["LeaveJobInQueue"], match=1)
+    return str(ads[0].get("LeaveJobInQueue")) if ads else "(no ad)"
+
+
+def test_one_shot_retrieval_with_a_new_client(backend: JobClient, stack: Stack,
+                                              tmp_path: Path) -> None:
+    driver = _driver(backend, stack, "one-shot")
+    versions = driver.versions()
+    client = versions["client"]
+    token = uuid.uuid4().hex
+    handle = _finished_job(driver, stack, token)
+    expression = _leave_in_queue(driver, handle.job_id)
+
+    [first] = driver.fetch_outputs([handle], tmp_path / "first")
+    assert first.ok, f"first retrieval failed: {first.error}"
+    assert first.files["out.txt"].read_text() == f"{token}\n"
+
+    if version_tuple(client) < ONE_SHOT_SINCE:
+        # An older client writes the old 10-day expression: retrieval stays repeatable.
+        time.sleep(_interval(stack) * 2 + 0.5)
+        [second] = driver.fetch_outputs([handle], tmp_path / "second")
+        assert second.ok, (f"observed: client {client} (before 25.8.2) against daemon "
+                           f"{versions['daemon']}, LeaveJobInQueue = {expression!r}: the second "
+                           f"retrieval failed: {second.error}")
+        return
+
+    # A 25.8.2+ client: the job must leave at the schedd's next periodic evaluation.
+    started = time.monotonic()
+    deadline = started + max(stack.timeouts.job, _interval(stack) * 4)
+    while driver.in_queue([handle]) == [True] and time.monotonic() < deadline:
+        time.sleep(min(0.5, _interval(stack) / 4))
+    waited = time.monotonic() - started
+    assert driver.in_queue([handle]) == [False], (
+        f"observed: client {client}, daemon {versions['daemon']}, LeaveJobInQueue = "
+        f"{expression!r}: job {handle.job_id} was still in the queue {waited:.1f}s after its "
+        f"first retrieval; expected it to leave (one-shot retrieval, HTCONDOR-3508)")
+
+    # The raw second retrieval: no job in the queue, so nothing arrives, and nothing says so.
+    [ad] = driver.schedd.history(_constraint(handle.job_id), ["Iwd", "JobStatus"], match=1)
+    iwd = Path(str(ad["Iwd"]))
+    for leftover in iwd.iterdir():
+        leftover.unlink()
+    try:
+        driver.schedd.retrieve(handle.job_id)
+        raised = None
+    except Exception as exc:  # what the bindings raise, if they do
+        raised = exc
+    arrived = sorted(p.name for p in iwd.iterdir())
+    assert arrived == [], (f"observed: a second retrieval of job {handle.job_id} after it left "
+                           f"the queue wrote {arrived}")
+    assert raised is None, (f"observed: a second retrieval of job {handle.job_id} after it left "
+                            f"the queue raised {type(raised).__name__}: {raised} (the silent "
+                            f"case documented for 25.14 bindings did not occur)")
+
+    # The driver turns the silent case into a per-job error; the final state is in history.
+    [second] = driver.fetch_outputs([handle], tmp_path / "second")
+    assert not second.ok and "one-shot" in second.error, second
+    [status] = driver.status([handle])
+    assert status.state is JobState.COMPLETED and ad["JobStatus"] == 4, status
+
+
+def test_leave_in_queue_override_keeps_retrieval_repeatable(backend: JobClient, stack: Stack,
+                                                            tmp_path: Path) -> None:
+    driver = _driver(backend, stack, "repeatable")
+    versions = driver.versions()
+    token = uuid.uuid4().hex
+    handle = _finished_job(driver, stack, token)
+    expression = _leave_in_queue(driver, handle.job_id)
+    try:
+        [first] = driver.fetch_outputs([handle], tmp_path / "first")
+        assert first.ok, f"first retrieval failed: {first.error}"
+        time.sleep(_interval(stack) * 2 + 0.5)  # past at least one periodic evaluation
+        assert driver.in_queue([handle]) == [True], (
+            f"observed: client {versions['client']}, daemon {versions['daemon']}, "
+            f"leave_in_queue = {expression!r}: job {handle.job_id} left the queue after its "
+            f"first retrieval despite the override")
+        [second] = driver.fetch_outputs([handle], tmp_path / "second")
+        assert second.ok, f"second retrieval failed: {second.error}"
+        assert second.files["out.txt"].read_bytes() == first.files["out.txt"].read_bytes() \
+            == f"{token}\n".encode()
+    finally:
+        driver.purge([handle])

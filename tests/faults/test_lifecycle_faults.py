@@ -1,0 +1,198 @@
+"""Real lifecycle faults against a real Docker engine: nothing leaks, failures are explained.
+
+These start pytest sessions as subprocesses (as a user would) against the real slurm-24.11
+stack and kill, interrupt or break them. They need a Docker engine; without one they skip,
+unless PYTEST_STACKS_REQUIRE_DOCKER=1 (CI) makes a missing engine a failure.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+STACK = "slurm-24.11"
+RUN_LABEL = "io.pytest-stacks.run"
+PID_LABEL = "io.pytest-stacks.owner-pid"
+
+
+def _engine() -> bool:
+    return shutil.which("docker") is not None and subprocess.run(
+        ["docker", "info"], capture_output=True, check=False).returncode == 0
+
+
+pytestmark = pytest.mark.skipif(
+    not _engine() and os.environ.get("PYTEST_STACKS_REQUIRE_DOCKER") != "1",
+    reason="no Docker engine (scripts/setup.sh installs one)")
+
+
+def _resources(owner_pid: int) -> list[str]:
+    found = []
+    for kind in ("ps -aq", "network ls -q", "volume ls -q"):
+        out = subprocess.run(["docker", *kind.split(), "--filter",
+                              f"label={PID_LABEL}={owner_pid}"],
+                             capture_output=True, text=True, check=True).stdout.split()
+        found += [f"{kind.split()[0]}:{x}" for x in out]
+    return found
+
+
+def _project(tmp_path: Path, body: str, manifest: Path | None = None) -> list[str]:
+    (tmp_path / "pytest.ini").write_text("[pytest]\n")
+    (tmp_path / "test_fault.py").write_text(body)
+    return [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+            f"--stack-manifest={manifest or REPO / 'manifest.yaml'}", str(tmp_path)]
+
+
+LONG_TEST = """
+import pathlib, time
+def test_long(backend, stack):
+    pathlib.Path(r"{marker}").write_text("started")
+    time.sleep(600)
+"""
+
+
+def _start_long(tmp_path: Path) -> tuple[subprocess.Popen[str], Path]:
+    marker = tmp_path / "started"
+    cmd = [*_project(tmp_path, LONG_TEST.format(marker=marker)), f"--stack={STACK}"]
+    proc = subprocess.Popen(cmd, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True, start_new_session=True)
+    deadline = time.monotonic() + 600
+    while not marker.exists():
+        if proc.poll() is not None or time.monotonic() > deadline:
+            out = proc.stdout.read() if proc.stdout else ""
+            proc.kill()
+            pytest.fail(f"the session never reached its test:\n{out[-3000:]}")
+        time.sleep(0.5)
+    assert _resources(proc.pid), "a running session must own labelled resources"
+    return proc, marker
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_interrupt_tears_down(tmp_path: Path, sig: signal.Signals) -> None:
+    proc, _ = _start_long(tmp_path)
+    os.killpg(proc.pid, sig)
+    out, _ = proc.communicate(timeout=180)
+    assert proc.returncode != 0
+    assert _resources(proc.pid) == [], out[-3000:]
+
+
+def test_sigkill_leftovers_are_reaped_by_the_next_run(tmp_path: Path) -> None:
+    proc, _ = _start_long(tmp_path / "dead")
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=60)
+    assert _resources(proc.pid), "SIGKILL cannot tear down: the resources must still be there"
+    survivor = tmp_path / "next"
+    survivor.mkdir()
+    cmd = [*_project(survivor, "def test_ok(backend):\n    pass\n"), f"--stack={STACK}"]
+    result = subprocess.run(cmd, cwd=survivor, capture_output=True, text=True, timeout=600,
+                            check=False)
+    assert result.returncode == 0, result.stdout[-3000:]
+    assert _resources(proc.pid) == [], "the next run must reap what the dead run left"
+
+
+def test_two_concurrent_sessions_on_the_same_stack(tmp_path: Path) -> None:
+    body = ("from pytest_stacks.contract import JobSpec, submitted, wait_for, JobState\n"
+            "def test_job(backend):\n"
+            "    [h] = submitted(backend.submit([JobSpec(script='true\\n')]))\n"
+            "    [s] = wait_for(backend, [h], timeout=60)\n"
+            "    assert s.state is JobState.COMPLETED\n")
+    procs = []
+    for name in ("a", "b"):
+        where = tmp_path / name
+        where.mkdir()
+        procs.append(subprocess.Popen([*_project(where, body), f"--stack={STACK}"], cwd=where,
+                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                      text=True))
+    outs = [p.communicate(timeout=600)[0] for p in procs]
+    for proc, out in zip(procs, outs, strict=True):
+        assert proc.returncode == 0, out[-3000:]
+        assert "1 passed" in out
+        assert _resources(proc.pid) == []
+
+
+def test_xdist_workers_share_one_stack(tmp_path: Path) -> None:
+    (tmp_path / "conftest.py").write_text(
+        "import os, pathlib\n"
+        "def pytest_stacks_backend(stack, default, info):\n"
+        f"    pathlib.Path(r'{tmp_path}', 'seen-' + os.environ.get('PYTEST_XDIST_WORKER', 'main'))"
+        ".write_text(info['container'])\n")
+    body = "".join(f"def test_{i}(backend):\n    pass\n" for i in range(6))
+    cmd = [*_project(tmp_path, body), f"--stack={STACK}", "-n", "2"]
+    result = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=600,
+                            check=False)
+    assert result.returncode == 0, result.stdout[-3000:]
+    seen = {p.read_text() for p in tmp_path.glob("seen-*")}
+    assert len(list(tmp_path.glob("seen-*"))) == 2, "both workers must have attached"
+    assert len(seen) == 1, f"workers attached to different containers: {seen}"
+
+
+def _broken_manifest(tmp_path: Path, dockerfile: str, ready_timeout: float = 120) -> Path:
+    folder = tmp_path / "stack"
+    folder.mkdir()
+    (folder / "Dockerfile").write_text(dockerfile)
+    (folder / "compose.yaml").write_text(
+        "services:\n  slurm:\n    build: {context: ., args: {BASE_IMAGE: ${BASE_IMAGE}}}\n"
+        "    image: pytest-stacks/slurm:${SLURM_IMAGE_TAG}\n    init: true\n"
+        "    stop_grace_period: 1s\n")
+    manifest = tmp_path / "manifest.yaml"
+    manifest.write_text(f"""
+version: 1
+capabilities: {{submit: s, status: t}}
+backends:
+  slurm: {{window: {{anchor: "22.05", leading_edge: "26.05"}}}}
+stacks:
+  - name: broken-slurm
+    backend: slurm
+    version: "24.11.5"
+    provider: compose
+    transport: local
+    configuration: single-node
+    capabilities: [submit, status]
+    lanes: [full]
+    base_image: {{name: debian, tag: trixie-slim, seed: trixie}}
+    compose: {{directory: stack, service: slurm}}
+    timeouts: {{ready: {ready_timeout}}}
+""")
+    return manifest
+
+
+def test_broken_dockerfile_gives_the_clear_build_error(tmp_path: Path) -> None:
+    manifest = _broken_manifest(
+        tmp_path, "ARG BASE_IMAGE\nFROM ${BASE_IMAGE}\nRUN echo step-one\n"
+                  "RUN this-command-does-not-exist --really\n")
+    work = tmp_path / "proj"
+    work.mkdir()
+    cmd = [*_project(work, "def test_x(backend):\n    pass\n", manifest), "--stack=broken-slurm"]
+    result = subprocess.run(cmd, cwd=work, capture_output=True, text=True, timeout=600,
+                            check=False)
+    out = result.stdout
+    assert result.returncode == 1, out[-3000:]
+    assert "1 infra" in out
+    assert "image build failed at step" in out and "this-command-does-not-exist" in out
+    assert "broken-slurm" in out
+    assert "Traceback" not in out
+
+
+def test_daemon_that_never_gets_ready_fails_at_its_timeout_with_logs(tmp_path: Path) -> None:
+    manifest = _broken_manifest(
+        tmp_path, "ARG BASE_IMAGE\nFROM ${BASE_IMAGE}\n"
+                  "CMD [\"sh\", \"-c\", \"echo pretending-to-be-slurmctld; sleep 600\"]\n",
+        ready_timeout=8)
+    work = tmp_path / "proj"
+    work.mkdir()
+    cmd = [*_project(work, "def test_x(backend):\n    pass\n", manifest), "--stack=broken-slurm"]
+    started = time.monotonic()
+    proc = subprocess.run(cmd, cwd=work, capture_output=True, text=True, timeout=600,
+                          check=False)
+    out = proc.stdout
+    assert proc.returncode == 1, out[-3000:]
+    assert "daemons not ready after 8s" in out
+    assert "pretending-to-be-slurmctld" in out, "the container's logs must be attached"
+    assert time.monotonic() - started < 300
