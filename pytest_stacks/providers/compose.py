@@ -88,10 +88,20 @@ class ComposeProvider:
 
     def up(self, stack: Stack, ctx: RunContext) -> dict[str, Any]:
         assert stack.compose is not None
+        upstream = ""
+        if stack.image is not None:
+            tag = stack.image.tag
+            if ctx.lane == "canary" and stack.canary is not None and stack.canary.image_tag:
+                tag = stack.canary.image_tag  # floating: no digest
+                upstream = f"{stack.image.name}:{tag}"
+            else:
+                upstream = stack.image.reference
         try:
             dockerutil.client()
             reaper.reap_dead()
             base = images.ensure_base_image(stack.base_image) if stack.base_image else ""
+            if upstream:
+                images.ensure_image(upstream)
         except StacksError as exc:
             raise InfrastructureError(stack.name, str(exc)) from None
 
@@ -105,15 +115,18 @@ class ComposeProvider:
                f"{stack.backend.upper()}_IMAGE_TAG": tag}
         if base:
             env["BASE_IMAGE"] = base
+        if upstream:
+            env["UPSTREAM_IMAGE"] = upstream
         info: dict[str, Any] = {
             "provider": "compose",
             "project": project_name(stack, ctx),
             "files": [str(_compose_file(stack)), str(_override(stack, ctx, ctx.run_dir))],
             "env": env,
             "ports": ports,
-            "image": f"pytest-stacks/{stack.backend}:{tag}",
+            "image": upstream or f"pytest-stacks/{stack.backend}:{tag}",
         }
-        self._build(stack, info)
+        if not upstream:
+            self._build(stack, info)
         started = dockerutil.run_cli([*self._base_cmd(info), "up", "-d", "--no-build"],
                                      env=self._env(info), timeout=stack.timeouts.up)
         if started.returncode != 0:

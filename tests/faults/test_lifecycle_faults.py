@@ -44,6 +44,7 @@ def _resources(owner_pid: int) -> list[str]:
 
 
 def _project(tmp_path: Path, body: str, manifest: Path | None = None) -> list[str]:
+    tmp_path.mkdir(parents=True, exist_ok=True)
     (tmp_path / "pytest.ini").write_text("[pytest]\n")
     (tmp_path / "test_fault.py").write_text(body)
     return [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
