@@ -11,8 +11,10 @@ per-job staging directory under ``run_dir`` and listed in ``transfer_input_files
 are ``transfer_output_files``, and ``initialdir`` is a per-job local directory into which
 ``retrieve`` writes the outputs (the driver then copies them into ``dest / job_id``). Status
 reads the queue first and the history for jobs that have left it; an id neither knows is
-UNKNOWN. Kill is ``Remove``. Purge removes a finished job from the queue (with its spool) and
-deletes the local copies, so a later fetch is a per-job error.
+UNKNOWN. Kill is ``Remove``. Purge releases a finished job: it sets the job's
+``LeaveJobInQueue`` to false, so the schedd drops the job and its spool at its next periodic
+evaluation and history keeps the real final state (``Remove`` on a completed job would record it
+as Removed), and deletes the local copies, so a later fetch is a per-job error at once.
 
 Output retrieval, the ``output_retrieval`` option (``stack.options`` or :meth:`with_options`):
 
@@ -126,6 +128,10 @@ class Schedd(Protocol):
         """``action`` is ``"remove"``; returns the totals ad (TotalSuccess, TotalNotFound...)."""
         ...
 
+    def edit(self, job_ids: Sequence[str], attribute: str, value: str) -> int:
+        """Set ``attribute`` to the ClassAd expression ``value``; returns the jobs matched."""
+        ...
+
     def query(self, constraint: str = "true",
               projection: Sequence[str] = ()) -> list[dict[str, Any]]: ...
 
@@ -237,9 +243,14 @@ class BindingsSchedd:
     def act(self, action: str, job_ids: Sequence[str], reason: str = "") -> dict[str, Any]:
         if action.lower() != "remove":
             raise ScheddError(f"unsupported action {action!r}")
+        # A plain-string reason is dropped by the 25.14 bindings (only None or a
+        # (text, code) tuple reach the schedd), so it travels as a tuple.
         result = self._call("remove", self._schedd.act, self._h.JobAction.Remove,
-                            list(job_ids), reason=reason or None)
+                            list(job_ids), reason=(reason, 0) if reason else None)
         return {k: _plain(v) for k, v in result.items()}
+
+    def edit(self, job_ids: Sequence[str], attribute: str, value: str) -> int:
+        return int(self._call("edit", self._schedd.edit, list(job_ids), attribute, value) or 0)
 
     def query(self, constraint: str = "true",
               projection: Sequence[str] = ()) -> list[dict[str, Any]]:
@@ -591,7 +602,7 @@ class HTCondorClient:
     def purge(self, handles: Sequence[JobHandle]) -> list[ActionResult]:
         queued, history = self._lookup([h.job_id for h in handles])
         results: list[ActionResult | None] = []
-        to_remove: list[str] = []
+        to_release: list[str] = []
         for handle in handles:
             ad = queued.get(handle.job_id) or history.get(handle.job_id)
             local = self._shared.jobs.get(handle.job_id)
@@ -607,26 +618,28 @@ class HTCondorClient:
                     f"job is {status.state} ({status.native_state}); kill it first")))
                 continue
             if handle.job_id in queued and ad.get("JobStatus") == 4:
-                to_remove.append(handle.job_id)
+                to_release.append(handle.job_id)
             results.append(None)
-        if to_remove:
-            totals = self._call("remove", self._schedd.act, "remove", to_remove,
-                                "pytest-stacks: purge")
-            if int(totals.get("TotalSuccess", 0) or 0) < len(to_remove):
-                still = self._queue(to_remove)
-                refused = {j for j, ad in still.items() if ad.get("JobStatus") == 4}
-            else:
-                refused = set()
-        else:
-            refused = set()
+        refused: set[str] = set()
+        if to_release:
+            # Not Remove: on a completed job it rewrites the final state as Removed (seen on
+            # 23.9.6). A false LeaveJobInQueue lets the schedd drop the job and its spool at
+            # its next periodic evaluation, as Completed.
+            edited = self._call("edit", self._schedd.edit, to_release, "LeaveJobInQueue",
+                                "false")
+            if edited < len(to_release):
+                still = self._call("query", self._schedd.query, self._constraint(to_release),
+                                   ["ClusterId", "ProcId", "LeaveJobInQueue"])
+                refused = {_ad_id(a) for a in still
+                           if str(a.get("LeaveJobInQueue")).lower() != "false"}
         final: list[ActionResult] = []
         for handle, result in zip(handles, results, strict=True):
             if result is not None:
                 final.append(result)
                 continue
             if handle.job_id in refused:
-                final.append(ActionResult(handle, "the schedd refused to remove the job from "
-                                                  "its queue"))
+                final.append(ActionResult(handle, "the schedd refused to release the job "
+                                                  "(edit LeaveJobInQueue = false)"))
                 continue
             local = self._shared.jobs.get(handle.job_id)
             if local is not None:

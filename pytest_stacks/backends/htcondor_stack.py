@@ -40,8 +40,17 @@ def observed_version(transport: Transport) -> str:
     return match.group(1)
 
 
+def is_ready(condor_who_output: str) -> bool:
+    """Whether ``condor_who``'s printed master ad says every daemon is up and the startd is
+    Ready (``IsReady = true`` and ``STARTD_State = "Ready"``)."""
+    lines = {line.strip() for line in condor_who_output.splitlines()}
+    return "IsReady = true" in lines and 'STARTD_State = "Ready"' in lines
+
+
 class HTCondorComposeAdapter:
     def wait_ready(self, transport: Transport, timeout: float) -> None:
+        # condor_who -wait exits 0 even when the condition timed out (and prints nothing
+        # before the master is up), so the printed ad is what counts (seen on 23.9.6).
         deadline = time.monotonic() + timeout
         last = ""
         while True:
@@ -49,14 +58,13 @@ class HTCondorComposeAdapter:
             if remaining <= 0:
                 raise TimeoutError(
                     f"HTCondor not ready after {timeout:.0f}s (condor_who -wait on "
-                    f"{READY_EXPRESSION!r}): {last.strip()[-500:]}")
+                    f"{READY_EXPRESSION!r}); last answer: {last.strip()[-500:] or '(none)'}")
             wait = max(1, min(int(remaining), 60))
             result = transport.run(["condor_who", f"-wait:{wait}", READY_EXPRESSION],
                                    user="root", timeout=wait + 15)
-            if result.ok:
+            if is_ready(result.stdout):
                 return
-            last = (result.stderr or result.stdout) or f"exit {result.returncode}"
-            # condor_who fails at once while the master is not up yet: do not spin.
+            last = (result.stdout + result.stderr) or f"exit {result.returncode}"
             time.sleep(min(1.0, max(0.0, deadline - time.monotonic())))
 
     def prepare(self, stack: Stack, transport: Transport, run_dir: Path,

@@ -153,7 +153,9 @@ class ComposeProvider:
         started = time.monotonic()
         result = dockerutil.run_cli([*self._base_cmd(info), "build"], env=self._env(info),
                                     timeout=stack.timeouts.build)
-        if result.returncode != 0:
+        # Compose 2.40 with the classic builder of engine 20.10 exits 0 after a failed build
+        # (seen here), so success is the image existing, not the exit code.
+        if result.returncode != 0 or not dockerutil.image_exists(info["image"]):
             output = result.stdout + "\n" + result.stderr
             raise InfrastructureError(
                 stack.name, f"image build failed at step: {_failed_step(output)}\n"

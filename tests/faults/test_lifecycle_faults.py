@@ -139,8 +139,9 @@ def _broken_manifest(tmp_path: Path, dockerfile: str, ready_timeout: float = 120
     folder.mkdir()
     (folder / "Dockerfile").write_text(dockerfile)
     (folder / "compose.yaml").write_text(
-        "services:\n  slurm:\n    build: {context: ., args: {BASE_IMAGE: ${BASE_IMAGE}}}\n"
-        "    image: pytest-stacks/slurm:${SLURM_IMAGE_TAG}\n    init: true\n"
+        "services:\n  slurm:\n    build:\n      context: .\n      args:\n"
+        "        BASE_IMAGE: \"${BASE_IMAGE}\"\n"
+        "    image: \"pytest-stacks/slurm:${SLURM_IMAGE_TAG}\"\n    init: true\n"
         "    stop_grace_period: 1s\n")
     manifest = tmp_path / "manifest.yaml"
     manifest.write_text(f"""

@@ -17,6 +17,10 @@ from pytest_stacks.backends.htcondor import (
 )
 
 INTERVAL = 0.03
+REMOVED_LINGER = 0.02
+#: How a job ad shows the expressions (the ClassAd library prints them back normalised).
+NEW_AS_PRINTED = NEW_LEAVE_IN_QUEUE
+OLD_AS_PRINTED = OLD_LEAVE_IN_QUEUE.replace("=?= UNDEFINED", "is undefined")
 
 
 @pytest.fixture
@@ -25,7 +29,8 @@ def make_schedd() -> Iterator[Any]:
 
     def make(client_version: str = "25.14.1", interval: float = INTERVAL) -> FakeSchedd:
         schedd = FakeSchedd("23.9.6", client_version=client_version,
-                            periodic_expr_interval=interval)
+                            periodic_expr_interval=interval,
+                            removed_linger=REMOVED_LINGER)
         made.append(schedd)
         return schedd
 
@@ -100,8 +105,11 @@ def test_executable_is_resolved_against_the_clients_working_directory(
     desc, iwd = _job(tmp_path, "true\n")
     desc["executable"] = "job.sh"  # sits next to iwd, not in it, and not in the cwd
     monkeypatch.chdir(iwd)
-    with pytest.raises(ScheddError, match="does not exist"):
-        schedd.submit(desc, spool=True)
+    submitted = schedd.submit(desc, spool=True)  # accepted, as by the real schedd ...
+    with pytest.raises(ScheddError, match=f"reading from file {iwd / 'job.sh'}"):
+        schedd.spool(submitted)  # ... but the upload fails and the job stays held
+    held = _ad(schedd, submitted.job_ids[0])
+    assert held is not None and held["HoldReasonCode"] == 16
 
 
 def test_missing_input_fails_the_spool(make_schedd, tmp_path) -> None:
@@ -121,7 +129,7 @@ def test_new_client_writes_the_one_shot_expression_and_the_job_leaves_after_retr
     desc, iwd = _job(tmp_path, "tr a-z A-Z < in.txt > out.txt\n")
     job_id = _run(schedd, desc)
     ad = _wait_status(schedd, job_id, 4)
-    assert ad["LeaveJobInQueue"] == NEW_LEAVE_IN_QUEUE
+    assert ad["LeaveJobInQueue"] == NEW_AS_PRINTED
     schedd.run_periodic()
     assert _ad(schedd, job_id) is not None, "a completed, unretrieved job must stay"
     schedd.retrieve(job_id)
@@ -154,7 +162,7 @@ def test_older_clients_keep_completed_spooled_jobs(make_schedd, tmp_path, client
     desc, iwd = _job(tmp_path, "tr a-z A-Z < in.txt > out.txt\n")
     job_id = _run(schedd, desc)
     ad = _wait_status(schedd, job_id, 4)
-    assert ad["LeaveJobInQueue"] == OLD_LEAVE_IN_QUEUE
+    assert ad["LeaveJobInQueue"] == OLD_AS_PRINTED
     schedd.retrieve(job_id)
     first = (iwd / "out.txt").read_bytes()
     (iwd / "out.txt").unlink()
@@ -169,7 +177,7 @@ def test_leave_in_queue_override_restores_repeatable_retrieval(make_schedd, tmp_
     desc, iwd = _job(tmp_path, "echo kept > out.txt\n",
                      extra={"leave_in_queue": OLD_LEAVE_IN_QUEUE})
     job_id = _run(schedd, desc)
-    assert _wait_status(schedd, job_id, 4)["LeaveJobInQueue"] == OLD_LEAVE_IN_QUEUE
+    assert _wait_status(schedd, job_id, 4)["LeaveJobInQueue"] == OLD_AS_PRINTED
     for _ in range(2):
         (iwd / "out.txt").unlink(missing_ok=True)
         schedd.retrieve(job_id)
@@ -219,10 +227,32 @@ def test_remove_a_running_job(make_schedd, tmp_path) -> None:
     assert schedd.act("remove", [job_id], "test")["TotalSuccess"] == 1
     removed = _ad(schedd, job_id)
     assert removed is not None and removed["JobStatus"] == 3
-    schedd.run_periodic()
+    time.sleep(REMOVED_LINGER)
     [hist] = _history(schedd, job_id)
-    assert hist["JobStatus"] == 3 and hist["RemoveReason"] == "test"
+    assert hist["JobStatus"] == 3 and hist["RemoveReason"] == "test (by user submitter)"
+    assert hist["ExitBySignal"] is True and hist["ExitSignal"] == 15 and "ExitCode" not in hist
     assert schedd.act("remove", [job_id])["TotalNotFound"] == 1
+
+
+def test_removing_a_kept_completed_job_records_it_as_removed(make_schedd, tmp_path) -> None:
+    """As seen on 23.9.6: Remove rewrites the final state; LeaveJobInQueue = false does not."""
+    schedd = make_schedd("25.0.3")
+    removed, _ = _job(tmp_path, "echo x > out.txt\n")
+    released, _ = _job(tmp_path, "echo x > out.txt\n")
+    removed_id, released_id = _run(schedd, removed), _run(schedd, released)
+    _wait_status(schedd, removed_id, 4)
+    _wait_status(schedd, released_id, 4)
+    assert schedd.act("remove", [removed_id])["TotalSuccess"] == 1
+    assert schedd.edit([released_id], "LeaveJobInQueue", "false") == 1
+    with pytest.raises(ScheddError, match="permission"):
+        schedd.edit([released_id], "JobStatus", "4")
+    time.sleep(REMOVED_LINGER)
+    schedd.run_periodic()
+    [gone_removed] = _history(schedd, removed_id)
+    [gone_released] = _history(schedd, released_id)
+    assert (gone_removed["JobStatus"], gone_removed["LastJobStatus"]) == (3, 4)
+    assert gone_removed["ExitCode"] == 0
+    assert gone_released["JobStatus"] == 4 and gone_released["ExitCode"] == 0
 
 
 def test_closed_schedd_fails_whole_calls(make_schedd) -> None:
@@ -262,3 +292,10 @@ def test_evaluator_agrees_with_classad(text: str) -> None:
         assert repr(got) == expected.name.upper()
     else:
         assert got == expected and type(got) is type(expected), (got, expected)
+
+
+@pytest.mark.parametrize("text", [NEW_LEAVE_IN_QUEUE, OLD_LEAVE_IN_QUEUE, "A =!= TRUE",
+                                  "(A)  &&   B==1", "x ?: 0", "ifThenElse(a,b , c)"])
+def test_expressions_print_back_as_classad_does(text: str) -> None:
+    classad2 = pytest.importorskip("classad2")
+    assert str(Expr(text)) == str(classad2.ExprTree(text))
