@@ -552,7 +552,11 @@ class FakeSchedd:
             "ClusterId": cluster, "ProcId": proc,
             "GlobalJobId": f"fake-schedd#{cluster}.{proc}#{now}",
             "Owner": self.owner, "User": f"{self.owner}@{self.uid_domain}",
-            "JobUniverse": 5, "Cmd": str(exe_path), "Iwd": str(iwd),
+            # A spooled job's paths are rewritten to the spool; the client's are kept as
+            # SUBMIT_* (as 23.9.6 shows them).
+            "JobUniverse": 5, "Cmd": exe_path.name, "SUBMIT_Cmd": str(exe_path),
+            "Iwd": str(spool), "SUBMIT_Iwd": str(iwd), "JobSubmitMethod": 2,
+            "SubmitVersion": self.client_version(), "TotalSubmitProcs": 1,
             "Arguments": " ".join(_v2_quote(w) for w in argv),
             "Environment": " ".join(f"{k}={_v2_quote(v)}" for k, v in environment.items()),
             "_Argv": argv, "_Env": environment,
@@ -570,7 +574,8 @@ class FakeSchedd:
             "CondorVersion": self.client_version(),
         }
         if inputs:
-            ad["TransferInput"] = ",".join(inputs)
+            ad["TransferInput"] = ",".join(Path(i).name for i in inputs)
+            ad["SUBMIT_TransferInput"] = ",".join(inputs)
         if "transfer_output_files" in desc:
             ad["TransferOutput"] = expand(desc["transfer_output_files"])
         if "batch_name" in desc:
@@ -636,7 +641,7 @@ class FakeSchedd:
                                   f"{STATUS_NAMES.get(job.status)}, output not available")
             now = int(time.time())
             job.ad["StageOutStart"] = now
-            iwd = Path(job.ad["Iwd"])
+            iwd = Path(job.ad["SUBMIT_Iwd"])
             if not iwd.is_dir():
                 raise ScheddError(f"Failed to retrieve job {job_id}: cannot write to {iwd}")
             for name in self._returned_outputs(job):
@@ -850,10 +855,10 @@ class FakeSchedd:
             missing = [n for n in declared if not (job.scratch / n).exists()]
             if missing:
                 self._hold(job, 12, (
-                    f"Error from slot1@fake: STARTER at 127.0.0.1 failed to send file(s) to "
-                    f"<127.0.0.1:9618>: error reading from {job.scratch / missing[0]}: "
-                    f"(errno 2) No such file or directory; SHADOW failed to receive file(s) "
-                    f"from <127.0.0.1:0>"), subcode=2)
+                    f"Transfer output files failure at execution point slot1_1@fake while "
+                    f"sending files to access point fake. Details: reading from file "
+                    f"{job.scratch / missing[0]}: (errno 2) No such file or directory"),
+                    subcode=2)
                 return
             names = declared
         else:
@@ -866,6 +871,7 @@ class FakeSchedd:
             if source.is_file():
                 shutil.copy2(source, job.spool / Path(name).name)
         job.ad["_ReturnedOutputs"] = [Path(n).name for n in names]
+        job.ad["SpooledOutputFiles"] = ",".join(job.ad["_ReturnedOutputs"])
         shutil.rmtree(job.scratch, ignore_errors=True)
         job.scratch = None
         job.ad["CompletionDate"] = now

@@ -93,8 +93,10 @@ def test_one_shot_retrieval_with_a_new_client(backend: JobClient, stack: Stack,
         f"first retrieval; expected it to leave (one-shot retrieval, HTCONDOR-3508)")
 
     # The raw second retrieval: no job in the queue, so nothing arrives, and nothing says so.
-    [ad] = driver.schedd.history(_constraint(handle.job_id), ["Iwd", "JobStatus"], match=1)
-    iwd = Path(str(ad["Iwd"]))
+    # A spooled job's Iwd is the schedd's spool; the client's initialdir is SUBMIT_Iwd.
+    [ad] = driver.schedd.history(_constraint(handle.job_id), ["SUBMIT_Iwd", "JobStatus"],
+                                 match=1)
+    iwd = Path(str(ad["SUBMIT_Iwd"]))
     for leftover in iwd.iterdir():
         leftover.unlink()
     try:

@@ -210,3 +210,61 @@ def test_describe_jobs_and_options(client: HTCondorClient) -> None:
     assert "JobStatus = 4" in text and "not in the queue or history" in text
     with pytest.raises(ValueError, match="output_retrieval"):
         client.with_options(output_retrieval="twice")
+
+
+# ---------------------------------------------------------------- the compose adapter
+
+
+class _StubTransport:
+    """Answers the adapter's commands as the 23.9.6 container does (OBSERVED.md)."""
+
+    def __init__(self, ready_after: int = 0) -> None:
+        self.calls: list[tuple[str, ...]] = []
+        self.ready_after = ready_after
+
+    def run(self, argv: Any, *, user: str | None = None, timeout: float = 60.0) -> Any:
+        from pytest_stacks.transports import CommandResult
+
+        argv = tuple(argv)
+        self.calls.append(argv)
+        if argv[0] == "condor_version":
+            return CommandResult(argv, 0, "$CondorVersion: 23.9.6 2026-07-12 PackageID: "
+                                          "23.9.6+dfsg-2.1+b10 $\n$CondorPlatform: X86_64 $\n", "")
+        if argv[0] == "condor_token_create":
+            return CommandResult(argv, 0, "eyJhbGciOiJIUzI1NiJ9.secret.sig\n", "")
+        if argv[0] == "condor_who":  # exit 0 whether or not the condition held
+            ready = len([c for c in self.calls if c[0] == "condor_who"]) > self.ready_after
+            out = 'IsReady = true\nSTARTD_State = "Ready"\n' if ready else \
+                'IsReady = true\nSTARTD = "Hold"\n'
+            return CommandResult(argv, 0, out, "")
+        return CommandResult(argv, 0, "===== /var/log/condor/SchedLog\nline\n", "")
+
+
+def test_adapter_prepare_ready_version_and_logs(tmp_path: Path) -> None:
+    import stat
+
+    from pytest_stacks.backends.htcondor_stack import (
+        HTCondorComposeAdapter,
+        is_ready,
+        observed_version,
+    )
+    from pytest_stacks.manifest import Stack
+
+    stack = Stack(name="htc", backend="htcondor", version="23.9.6", provider="compose",
+                  transport="bindings", capabilities=frozenset(), configuration="single-node",
+                  lanes=("pr",), role="anchor")
+    transport = _StubTransport(ready_after=1)
+    adapter = HTCondorComposeAdapter()
+    adapter.wait_ready(transport, timeout=10)  # type: ignore[arg-type]
+    assert [c[0] for c in transport.calls] == ["condor_who", "condor_who"]
+    assert not is_ready("") and not is_ready('IsReady = true\nSTARTD = "Hold"')
+    assert observed_version(transport) == "23.9.6"  # type: ignore[arg-type]
+    info = adapter.prepare(stack, transport, tmp_path, {"CONDOR_PORT": 40123})  # type: ignore[arg-type]
+    assert info["collector"] == "127.0.0.1:40123"
+    token_dir = Path(info["token_dir"])
+    assert token_dir == tmp_path / "tokens" / "htc"
+    assert ("condor_token_create", "-identity", "submitter@pytest-stacks.test") in transport.calls
+    [token] = list(token_dir.iterdir())
+    assert stat.S_IMODE(token_dir.stat().st_mode) == 0o700
+    assert stat.S_IMODE(token.stat().st_mode) == 0o600
+    assert "SchedLog" in adapter.daemon_logs(transport)  # type: ignore[arg-type]
