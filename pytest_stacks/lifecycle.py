@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
+import tempfile
 import time
 import uuid
 from dataclasses import dataclass
@@ -25,6 +27,15 @@ from pytest_stacks.errors import InfrastructureError
 from pytest_stacks.manifest import Stack
 from pytest_stacks.providers import provider_for
 from pytest_stacks.providers.base import Attached, RunContext
+
+
+def runs_root() -> Path:
+    return Path(tempfile.gettempdir()) / f"pytest-stacks-{os.getuid()}"
+
+
+def kept_root() -> Path:
+    """Where ``pytest-stacks up`` records stacks it keeps for a development loop."""
+    return runs_root() / "kept"
 
 
 def new_run_id() -> str:
@@ -93,7 +104,33 @@ class StackPool:
         self._attached[stack.name] = attached
         return attached
 
+    def _reuse_kept(self, stack: Stack) -> bool:
+        """Attach to a stack kept by ``pytest-stacks up`` instead of starting another one.
+
+        Only in the pinned lane, only if its bring-up was proven, and only while it still
+        answers; this run records it as borrowed, so its teardown leaves it running.
+        """
+        if self.ctx.lane != "pinned" or self.ctx.owner_start == "keep":
+            return False
+        for path in sorted(kept_root().glob(f"*/{stack.name}.json")):
+            data = json.loads(path.read_text())
+            if not data.get("observed_version"):
+                continue
+            try:
+                attached = provider_for(stack).attach(stack, data["info"], self.ctx)
+                attached.client.versions()
+                attached.close()
+            except Exception:  # gone or broken: start our own
+                continue
+            info = {**data["info"], "kept": True, "kept_run": path.parent.name}
+            self._write_state(stack, info, data["observed_version"], data["client_version"],
+                              0.0)
+            return True
+        return False
+
     def _bring_up(self, stack: Stack) -> None:
+        if stack.provider != "fake" and self._reuse_kept(stack):
+            return
         provider = provider_for(stack)
         started = time.monotonic()
         attached: Attached | None = None
@@ -156,6 +193,9 @@ class StackPool:
             data = json.loads(path.read_text())
             stack = stacks.get(data["stack"])
             if stack is None:
+                continue
+            if data["info"].get("kept"):
+                path.unlink()  # borrowed from `pytest-stacks up`: it stays up
                 continue
             try:
                 provider_for(stack).down(stack, data["info"], self.ctx)

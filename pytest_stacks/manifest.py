@@ -300,7 +300,8 @@ def _explain(error: jsonschema.ValidationError, data: Any, lines: Mapping[PathKe
              path: Path) -> Iterable[str]:
     at: PathKey = tuple(error.absolute_path)
     if error.validator == "additionalProperties" and isinstance(error.instance, dict):
-        allowed = list(error.schema.get("properties", {}))
+        schema_node: Any = error.schema
+        allowed = list(schema_node.get("properties", {}))
         extra = [k for k in error.instance if k not in allowed]
         for key in extra:
             where = f"{path}:{_line_of(lines, (*at, key))}"
@@ -319,8 +320,8 @@ def _explain(error: jsonschema.ValidationError, data: Any, lines: Mapping[PathKe
 
 def _expected(error: jsonschema.ValidationError) -> str:
     kind = error.validator
-    value = error.validator_value
-    got = error.instance
+    value: Any = error.validator_value
+    got: Any = error.instance
     if kind == "required":
         missing = [k for k in value if isinstance(got, dict) and k not in got]
         return f"missing required key(s): {', '.join(missing)}. Add them."
@@ -360,7 +361,7 @@ def _type_name(value: Any) -> str:
              "float": "number", "integer": "integer", "NoneType": "empty value",
              "boolean": "true/false", "bool": "true/false"}
     if isinstance(value, list):
-        return " or ".join(names.get(v, v) for v in value)
+        return " or ".join(names.get(str(v), str(v)) for v in value)
     return names.get(str(value), str(value))
 
 

@@ -306,7 +306,7 @@ def backend(request: pytest.FixtureRequest, stack: Stack,
     """The client the tests talk to: the user's (hook ``pytest_stacks_backend``) or ours."""
     _stack_client.handles = []
     request.node.stash[_HANDLES] = _stack_client
-    yield _stack_client  # type: ignore[misc]
+    yield _stack_client
 
 
 _HANDLES = pytest.StashKey[_RecordingClient]()
@@ -442,7 +442,10 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int,
             versions = f" daemon {record.observed_version}"
             if record.client_version:
                 versions += f", client {record.client_version}"
-            versions += f", up in {record.startup_s:.1f}s"
+            if record.info.get("kept"):
+                versions += ", borrowed from `pytest-stacks up`"
+            else:
+                versions += f", up in {record.startup_s:.1f}s"
         line = (f"{stack.name} ({stack.backend} {stack.version}, {stack.provider}):{versions} "
                 f"{state.ran[stack.name]} test(s) ran")
         if stack.name in state.infra:

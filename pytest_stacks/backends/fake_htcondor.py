@@ -7,20 +7,29 @@ as ``condor_exec.exe``, only ``environment`` and the starter's own variables in 
 environment), and on exit the declared outputs plus stdout/stderr go back to the spool, from
 where ``retrieve`` writes them to the job's ``initialdir``.
 
-Where it matters to clients it is as strict as the real thing, never more forgiving:
+Where it matters to clients it behaves as the 23.9.6 schedd did with the 25.14.1 bindings
+(tests/data/htcondor/OBSERVED.md) and is never more forgiving:
 
 * ``submit(spool=True)`` leaves the job held (code 16, "Spooling input data files") until
-  ``spool`` uploads its inputs; a missing declared output at exit puts the job on hold (code 12).
+  ``spool`` uploads the executable and inputs; a missing one (e.g. a relative executable, which
+  is resolved against the client's working directory) fails ``spool`` and leaves the job held.
+  The ad then shows the spool as ``Iwd`` and the client's paths as ``SUBMIT_Iwd``/``SUBMIT_Cmd``.
+* A declared output missing at exit puts the job on hold (code 12, subcode 2).
 * The *submitting client* writes ``LeaveJobInQueue``: a ``leave_in_queue`` in the description
   wins; otherwise a spooled job gets the expression of the modelled client version. From
   25.8.2 (HTCONDOR-3508) that is the one-shot expression, true until a retrieval finishes
   (``StageOutFinish >= EnteredCurrentStatus``), so the job leaves the queue at the schedd's next
   periodic evaluation after its first retrieval; before, the 10-day expression keeps a
-  completed spooled job. The expressions are evaluated as ClassAd expressions (a small
-  three-valued evaluator below, with ``UNDEFINED``, ``?:``, ``=?=`` and ``time()``).
+  completed spooled job. Expressions are evaluated as ClassAd expressions (a small
+  three-valued evaluator below: ``UNDEFINED``, ``?:``, ``=?=``/``is``, ``time()``) and shown as
+  the ClassAd library prints them back (``=?= UNDEFINED`` reads ``is undefined``).
 * Periodic evaluation happens every ``periodic_expr_interval`` seconds, driven lazily by the
-  elapsed time on each call (no thread); a job also leaves at once when it completes with a
-  false ``LeaveJobInQueue``. Removed jobs leave at the next evaluation.
+  elapsed time on each call (no thread; :meth:`FakeSchedd.run_periodic` forces one); a job also
+  leaves at once when it completes with a false ``LeaveJobInQueue``.
+* ``act("remove")`` marks the job Removed (a running one with ``ExitBySignal``/``ExitSignal
+  15``), and it leaves the queue ``removed_linger`` seconds later. Removing a kept *completed*
+  job records it as Removed too; editing its ``LeaveJobInQueue`` to false lets it leave as
+  Completed.
 * ``retrieve`` of a job that is no longer in the queue (or never existed) raises nothing and
   writes nothing, as the 25.14 bindings against a 23.9 schedd do.
 * Finished jobs are then only in ``history`` (newest first); unknown ids are simply absent.
@@ -708,9 +717,9 @@ class FakeSchedd:
                     continue
                 known = {k.lower(): k for k in job.ad}
                 key = known.get(attribute.lower(), attribute)
-                stored: Any = expr if attribute.lower() == "leavejobinqueue" or parsed in (
-                    UNDEFINED, ERROR) else parsed
-                job.ad[key] = stored
+                # A literal is stored as its value (the bindings then show False, not
+                # "false"); anything else stays an expression.
+                job.ad[key] = expr if parsed is UNDEFINED or parsed is ERROR else parsed
                 matched += 1
                 self._log_line(f"Job {job_id}: {key} = {value}")
             return matched
@@ -880,7 +889,7 @@ class FakeSchedd:
         self._log_line(f"Job {job.job_id} terminated: "
                        + (f"signal {-code}" if code < 0 else f"exited normally with status {code}"))
         # The shadow's exit path evaluates LeaveJobInQueue right away.
-        if not job.ad["LeaveJobInQueue"].is_true(job.ad, now):
+        if not self._leave_in_queue(job, now):
             self._leave_queue(job)
 
     def _hold(self, job: _Job, code: int, reason: str, subcode: int = 0) -> None:
@@ -907,10 +916,17 @@ class FakeSchedd:
             job.ad["JobStatus"] = status
             job.ad["EnteredCurrentStatus"] = int(time.time())
 
+    @staticmethod
+    def _leave_in_queue(job: _Job, now: int) -> bool:
+        policy = job.ad.get("LeaveJobInQueue", False)
+        if isinstance(policy, Expr):
+            return policy.is_true(job.ad, now)
+        return _truthy(policy)
+
     def _evaluate_periodic(self) -> None:
         now = int(time.time())
         for job in list(self._queue.values()):
-            if job.status == 4 and not job.ad["LeaveJobInQueue"].is_true(job.ad, now):
+            if job.status == 4 and not self._leave_in_queue(job, now):
                 self._leave_queue(job)
 
     def _reap_removed(self) -> None:

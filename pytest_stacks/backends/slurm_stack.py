@@ -34,7 +34,7 @@ class SlurmComposeAdapter:
                 last = f"slurmctld UP, node state {state or '?'} {node.stderr.strip()}"
             else:
                 last = (ping.stdout + ping.stderr).strip() or f"exit {ping.returncode}"
-            time.sleep(0.5)
+            time.sleep(0.25)
         raise TimeoutError(f"last answer: {last}")
 
     def prepare(self, stack: Stack, transport: Transport, run_dir: Path,

@@ -253,6 +253,7 @@ def test_removing_a_kept_completed_job_records_it_as_removed(make_schedd, tmp_pa
     assert (gone_removed["JobStatus"], gone_removed["LastJobStatus"]) == (3, 4)
     assert gone_removed["ExitCode"] == 0
     assert gone_released["JobStatus"] == 4 and gone_released["ExitCode"] == 0
+    assert gone_released["LeaveJobInQueue"] is False
 
 
 def test_closed_schedd_fails_whole_calls(make_schedd) -> None:

@@ -253,10 +253,12 @@ def test_adapter_prepare_ready_version_and_logs(tmp_path: Path) -> None:
     stack = Stack(name="htc", backend="htcondor", version="23.9.6", provider="compose",
                   transport="bindings", capabilities=frozenset(), configuration="single-node",
                   lanes=("pr",), role="anchor")
-    transport = _StubTransport(ready_after=1)
     adapter = HTCondorComposeAdapter()
+    with pytest.raises(TimeoutError, match="not ready"):
+        adapter.wait_ready(_StubTransport(ready_after=99), timeout=0.05)  # type: ignore[arg-type]
+    transport = _StubTransport(ready_after=0)
     adapter.wait_ready(transport, timeout=10)  # type: ignore[arg-type]
-    assert [c[0] for c in transport.calls] == ["condor_who", "condor_who"]
+    assert [c[0] for c in transport.calls] == ["condor_who"]
     assert not is_ready("") and not is_ready('IsReady = true\nSTARTD = "Hold"')
     assert observed_version(transport) == "23.9.6"  # type: ignore[arg-type]
     info = adapter.prepare(stack, transport, tmp_path, {"CONDOR_PORT": 40123})  # type: ignore[arg-type]
