@@ -419,6 +419,16 @@ def manifest_pins(manifest: Manifest, text: str | None = None) -> set[tuple[str,
     return found
 
 
+def pins_by_stack(manifest: Manifest, text: str | None = None
+                  ) -> dict[str, set[tuple[str, str, str]]]:
+    """The pins of each real stack (as in :func:`manifest_pins`), by stack name."""
+    _, spans, pins = _collect(manifest, text)
+    found: dict[str, set[tuple[str, str, str]]] = {span.stack.name: set() for span in spans}
+    for pin in pins:
+        found[pin.stack].add(pin.as_tuple())
+    return found
+
+
 def pin_problems(manifest: Manifest, text: str | None = None) -> list[str]:
     """Pins Renovate cannot track, or would move the wrong way; one line each."""
     notes, spans, pins = _collect(manifest, text)

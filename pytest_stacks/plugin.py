@@ -301,6 +301,15 @@ def _stack_client(request: pytest.FixtureRequest, stack: Stack) -> _RecordingCli
 
 
 @pytest.fixture
+def stack_info(request: pytest.FixtureRequest, stack: Stack,
+               _stack_client: _RecordingClient) -> dict[str, Any]:
+    """How the stack is reached (ports, token directory, container, observed versions)."""
+    state = _state(request.config)
+    assert state.pool is not None
+    return dict(state.pool.acquire(stack).info)
+
+
+@pytest.fixture
 def backend(request: pytest.FixtureRequest, stack: Stack,
             _stack_client: _RecordingClient) -> Generator[JobClient, None, None]:
     """The client the tests talk to: the user's (hook ``pytest_stacks_backend``) or ours."""
@@ -349,7 +358,7 @@ def _attach_diagnostics(item: pytest.Item, stack: Stack, report: pytest.TestRepo
         if attached is not None:
             try:
                 report.sections.append((f"stack {stack.name}: daemon logs",
-                                        attached.logs()[-20000:]))
+                                        attached.logs()[-60000:]))
             except Exception as exc:
                 report.sections.append((f"stack {stack.name}: daemon logs",
                                         f"(unavailable: {exc})"))

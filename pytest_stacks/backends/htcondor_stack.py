@@ -102,7 +102,7 @@ class HTCondorComposeAdapter:
     def daemon_logs(self, transport: Transport) -> str:
         names = " ".join(DAEMON_LOGS)
         script = (f"cd {LOG_DIR} 2>/dev/null || exit 0; for f in {names}; do "
-                  f'[ -f "$f" ] || continue; echo "===== {LOG_DIR}/$f"; tail -n 300 "$f"; done')
+                  f'[ -f "$f" ] || continue; echo "===== {LOG_DIR}/$f"; tail -n 80 "$f"; done')
         result = transport.run(["sh", "-c", script], user="root")
         return result.stdout + (f"\n(log collection: {result.stderr.strip()})"
                                 if result.stderr.strip() else "")

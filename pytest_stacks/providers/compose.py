@@ -179,7 +179,7 @@ class ComposeProvider:
         return container
 
     def _compose_logs(self, info: dict[str, Any]) -> str:
-        logs = dockerutil.run_cli([*self._base_cmd(info), "logs", "--no-color", "--tail", "200"],
+        logs = dockerutil.run_cli([*self._base_cmd(info), "logs", "--no-color", "--tail", "100"],
                                   env=self._env(info), timeout=60)
         return logs.stdout + logs.stderr
 

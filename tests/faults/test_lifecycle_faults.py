@@ -198,3 +198,47 @@ def test_daemon_that_never_gets_ready_fails_at_its_timeout_with_logs(tmp_path: P
     assert "daemons not ready after 8s" in out
     assert "pretending-to-be-slurmctld" in out, "the container's logs must be attached"
     assert time.monotonic() - started < 300
+
+
+CREDENTIAL_TEST = """
+import pathlib, stat, os
+from pytest_stacks.contract import JobSpec, submitted, wait_for
+
+def test_token_is_private_then_fail(backend, stack_info):
+    token_dir = pathlib.Path(stack_info["token_dir"])
+    files = [p for p in token_dir.iterdir() if p.is_file()]
+    assert files, "a token must have been minted for this run"
+    assert stat.S_IMODE(token_dir.stat().st_mode) == 0o700
+    for path in files:
+        assert stat.S_IMODE(path.stat().st_mode) == 0o600
+        assert path.stat().st_uid == os.getuid()
+    pathlib.Path(r"{leak}").write_text(files[0].read_text().strip())
+    [h] = submitted(backend.submit([JobSpec(script="echo captured-marker; exit 5\\n")]))
+    wait_for(backend, [h], timeout=120)
+    assert False, "deliberate failure to exercise the failure report"
+"""
+
+
+def test_htcondor_token_is_private_never_printed_and_failures_carry_diagnostics(
+        tmp_path: Path) -> None:
+    leak = tmp_path / "token-value"
+    work = tmp_path / "proj"
+    junit = tmp_path / "report.xml"
+    cmd = [*_project(work, CREDENTIAL_TEST.format(leak=leak)), "--stack=htcondor-23.9",
+           f"--junitxml={junit}", "-rA"]
+    result = subprocess.run(cmd, cwd=work, capture_output=True, text=True, timeout=900,
+                            check=False)
+    out = result.stdout + result.stderr
+    assert result.returncode == 1, out[-3000:]
+    assert "1 failed" in out, out[-3000:]
+    token = leak.read_text()
+    assert len(token) > 40
+    assert token not in out, "the token was printed"
+    assert token not in junit.read_text(), "the token is in the junit report"
+    token_body = token.split(".")[1] if token.count(".") >= 2 else token
+    assert token_body not in out and token_body not in junit.read_text()
+    # The failing test's report carries the scheduler's view and the daemons' logs.
+    assert "scheduler view of this test's jobs" in out
+    assert "JobStatus" in out and "ExitCode = 5" in out
+    assert "captured-marker" in out
+    assert "SchedLog" in out

