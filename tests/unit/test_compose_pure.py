@@ -1,0 +1,65 @@
+"""The pure parts of the compose provider: content tags, build-step parsing, ownership."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from pytest_stacks.providers import reaper
+from pytest_stacks.providers.base import (
+    LABEL_OWNER_HOST,
+    LABEL_OWNER_PID,
+    LABEL_OWNER_START,
+    RunContext,
+    process_start_time,
+)
+from pytest_stacks.providers.compose import _failed_step
+from pytest_stacks.providers.images import content_tag
+
+
+def _folder(tmp_path: Path) -> Path:
+    (tmp_path / "Dockerfile").write_text("FROM x\nRUN true\n")
+    (tmp_path / "slurm.conf").write_text("A=1\n")
+    return tmp_path
+
+
+def test_content_tag_is_stable_and_tracks_every_input(tmp_path: Path) -> None:
+    folder = _folder(tmp_path)
+    tag = content_tag(folder, {"V": "1"}, "sha256:base")
+    assert tag == content_tag(folder, {"V": "1"}, "sha256:base")
+    assert tag != content_tag(folder, {"V": "2"}, "sha256:base")
+    assert tag != content_tag(folder, {"V": "1"}, "sha256:other")
+    (folder / "slurm.conf").write_text("A=2\n")
+    assert tag != content_tag(folder, {"V": "1"}, "sha256:base")
+
+
+def test_readme_edits_do_not_rebuild(tmp_path: Path) -> None:
+    folder = _folder(tmp_path)
+    tag = content_tag(folder, {}, "b")
+    (folder / "README.md").write_text("docs\n")
+    assert content_tag(folder, {}, "b") == tag
+
+
+def test_failed_build_step_is_named() -> None:
+    output = ("#5 [slurm 2/3] RUN echo step-one\n#5 CACHED\n"
+              "#6 [slurm 3/3] RUN this-command-does-not-exist --really\n"
+              "#6 ERROR: executor failed running\n")
+    assert _failed_step(output) == "RUN this-command-does-not-exist --really"
+    assert _failed_step("Step 2/4 : RUN apt-get install nope\n") == "RUN apt-get install nope"
+    assert _failed_step("nothing useful") == "(step unknown)"
+
+
+def test_this_process_is_alive_and_a_dead_or_reused_pid_is_not() -> None:
+    me = RunContext.for_this_process("r", Path("/tmp/x")).labels("s")
+    assert reaper.owner_alive(me)
+    reused = {**me, LABEL_OWNER_START: str(int(process_start_time(os.getpid())) + 1)}
+    assert not reaper.owner_alive(reused)
+    assert not reaper.owner_alive({**me, LABEL_OWNER_PID: "999999999"})
+    assert not reaper.owner_alive({**me, LABEL_OWNER_PID: "garbage"})
+
+
+def test_kept_stacks_and_other_hosts_are_never_reaped() -> None:
+    me = RunContext.for_this_process("r", Path("/tmp/x")).labels("s")
+    assert reaper.owner_alive({**me, LABEL_OWNER_PID: "0", LABEL_OWNER_START: "keep"})
+    assert reaper.owner_alive({**me, LABEL_OWNER_PID: "999999999",
+                               LABEL_OWNER_HOST: "another-host"})
