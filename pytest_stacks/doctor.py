@@ -170,12 +170,18 @@ def checks(manifest: Manifest | None, stacks: Sequence[Stack] = ()) -> list[Chec
 def run(manifest: Manifest | None, stacks: Sequence[Stack], *, fix: bool,
         echo: Callable[[str], None] = print) -> int:
     results = checks(manifest, stacks)
-    if fix:
-        for check in results:
-            if check.ok or check.fix is None:
-                continue
+    tried: set[str] = set()
+    # Some checks only appear once an earlier fix worked (base images need an engine), so fix
+    # in rounds until nothing new can be fixed.
+    while fix:
+        todo = [c for c in results if not c.ok and c.fix is not None and c.name not in tried]
+        if not todo:
+            break
+        for check in todo:
+            tried.add(check.name)
             echo(f"fixing: {check.name} ...")
             try:
+                assert check.fix is not None
                 check.fix()
             except Exception as exc:
                 echo(f"  could not fix {check.name}: {exc}")
