@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from packaging.version import Version
 
 from pytest_stacks import hookspecs
 from pytest_stacks.contract import JobClient, JobHandle, JobSpec, SubmitResult
@@ -104,6 +105,12 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "stack_version(specifier, backend=None): run only where the stack's version "
                    "matches the PEP 440 specifier (and its backend, if given).")
+    config.addinivalue_line(
+        "markers", "for_backend(*backends): the test is about these backends only; it is "
+                   "deselected (not skipped) on stacks of other backends.")
+    config.addinivalue_line(
+        "markers", "client_version(specifier): run only where the client's observed version "
+                   "(e.g. the HTCondor bindings) matches the PEP 440 specifier.")
 
     patterns: list[str] = config.getoption("stack")
     path = _manifest_path(config)
@@ -219,6 +226,20 @@ def pytest_pycollect_makeitem(collector: pytest.Collector, name: str,
                 raise collector.CollectError(
                     f"{item.nodeid}: @pytest.mark.requires names unknown capability {text}. "
                     f"Known: {', '.join(state.manifest.capabilities)}")
+        for mark in item.iter_markers("for_backend"):
+            unknown = [b for b in mark.args if b not in state.manifest.backends]
+            if unknown or not mark.args:
+                raise collector.CollectError(
+                    f"{item.nodeid}: @pytest.mark.for_backend names unknown backend(s) "
+                    f"{unknown or '(none)'}; known: {', '.join(state.manifest.backends)}")
+        for mark in item.iter_markers("client_version"):
+            if len(mark.args) != 1:
+                raise collector.CollectError(
+                    f"{item.nodeid}: @pytest.mark.client_version takes one specifier string")
+            try:
+                parse_specifier(str(mark.args[0]))
+            except ValueError as exc:
+                raise collector.CollectError(f"{item.nodeid}: {exc}") from None
         for mark in item.iter_markers("stack_version"):
             if len(mark.args) != 1:
                 raise collector.CollectError(
@@ -240,6 +261,18 @@ def _item_stack(item: pytest.Item) -> Stack | None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    kept: list[pytest.Item] = []
+    other_backend: list[pytest.Item] = []
+    for item in items:
+        stack = _item_stack(item)
+        wanted = {b for m in item.iter_markers("for_backend") for b in m.args}
+        if stack is not None and wanted and stack.backend not in wanted:
+            other_backend.append(item)
+        else:
+            kept.append(item)
+    if other_backend:
+        config.hook.pytest_deselected(items=other_backend)
+        items[:] = kept
     for item in items:
         stack = _item_stack(item)
         if stack is None:
@@ -313,6 +346,16 @@ def stack_info(request: pytest.FixtureRequest, stack: Stack,
 def backend(request: pytest.FixtureRequest, stack: Stack,
             _stack_client: _RecordingClient) -> Generator[JobClient, None, None]:
     """The client the tests talk to: the user's (hook ``pytest_stacks_backend``) or ours."""
+    for mark in request.node.iter_markers("client_version"):
+        state = _state(request.config)
+        assert state.pool is not None
+        client = str(state.pool.acquire(stack).info.get("client_version") or "")
+        if not client:
+            pytest.skip(f"stack {stack.name} has no client version of its own "
+                        f"(client_version({mark.args[0]!r}))")
+        if Version(client) not in parse_specifier(str(mark.args[0])):
+            pytest.skip(f"stack {stack.name}: client {client} is outside "
+                        f"client_version({mark.args[0]!r})")
     _stack_client.handles = []
     request.node.stash[_HANDLES] = _stack_client
     yield _stack_client

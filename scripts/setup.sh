@@ -12,6 +12,8 @@ if [ ! -x .venv/bin/python ]; then
 fi
 .venv/bin/python -m pip install -q --upgrade pip
 .venv/bin/python -m pip install -q -e '.[dev]'
+# The offline CI-config checkers (Renovate with Node 24, check-jsonschema, zizmor).
+PYTHON=.venv/bin/python bash scripts/install-checkers.sh
 
 MAIN_STACK=${MAIN_STACK:-slurm-24.11}
 if .venv/bin/pytest-stacks doctor --fix --stack "$MAIN_STACK" --stack 'slurm-*' --stack 'htcondor-23*'; then

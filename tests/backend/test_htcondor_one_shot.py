@@ -20,16 +20,14 @@ from pytest_stacks.backends.htcondor import ONE_SHOT_SINCE, version_tuple
 from pytest_stacks.contract import JobClient, JobSpec, JobState, submitted, wait_for
 from pytest_stacks.manifest import Stack
 
-pytestmark = pytest.mark.requires("submit", "status", "outputs")
+pytestmark = [pytest.mark.requires("submit", "status", "outputs"),
+              pytest.mark.for_backend("htcondor")]
 
 #: The stacks' PERIODIC_EXPR_INTERVAL when the manifest does not say (stacks/htcondor sets 5).
 DEFAULT_PERIODIC_EXPR_INTERVAL = 5.0
 
 
 def _driver(backend: JobClient, stack: Stack, output_retrieval: str) -> Any:
-    if stack.backend != "htcondor":
-        pytest.skip(f"stack {stack.name} runs {stack.backend}, not htcondor: one-shot output "
-                    f"retrieval is HTCondor behaviour")
     with_options = getattr(backend, "with_options", None)
     if with_options is None:
         pytest.skip("the backend client is not the reference HTCondor driver (no with_options)")
@@ -59,27 +57,40 @@ def _leave_in_queue(driver: Any, job_id: str) -> str:
     return str(ads[0].get("LeaveJobInQueue")) if ads else "(no ad)"
 
 
+def _first_retrieval(driver: Any, stack: Stack, tmp_path: Path) -> tuple[Any, str, str]:
+    token = uuid.uuid4().hex
+    handle = _finished_job(driver, stack, token)
+    expression = _leave_in_queue(driver, handle.job_id)
+    [first] = driver.fetch_outputs([handle], tmp_path / "first")
+    assert first.ok, f"first retrieval failed: {first.error}"
+    assert first.files["out.txt"].read_text() == f"{token}\n"
+    return handle, expression, token
+
+
+@pytest.mark.client_version("<25.8.2")
+def test_an_older_client_keeps_retrieval_repeatable(backend: JobClient, stack: Stack,
+                                                    tmp_path: Path) -> None:
+    """A client before 25.8.2 writes the old 10-day expression, whatever the daemon."""
+    driver = _driver(backend, stack, "one-shot")  # no override: the client's own default
+    versions = driver.versions()
+    handle, expression, token = _first_retrieval(driver, stack, tmp_path)
+    assert version_tuple(versions["client"]) < ONE_SHOT_SINCE
+    time.sleep(_interval(stack) * 2 + 0.5)
+    [second] = driver.fetch_outputs([handle], tmp_path / "second")
+    assert second.ok, (f"observed: client {versions['client']} (before 25.8.2) against daemon "
+                       f"{versions['daemon']}, LeaveJobInQueue = {expression!r}: the second "
+                       f"retrieval failed: {second.error}")
+    assert second.files["out.txt"].read_text() == f"{token}\n"
+    driver.purge([handle])
+
+
+@pytest.mark.client_version(">=25.8.2")
 def test_one_shot_retrieval_with_a_new_client(backend: JobClient, stack: Stack,
                                               tmp_path: Path) -> None:
     driver = _driver(backend, stack, "one-shot")
     versions = driver.versions()
     client = versions["client"]
-    token = uuid.uuid4().hex
-    handle = _finished_job(driver, stack, token)
-    expression = _leave_in_queue(driver, handle.job_id)
-
-    [first] = driver.fetch_outputs([handle], tmp_path / "first")
-    assert first.ok, f"first retrieval failed: {first.error}"
-    assert first.files["out.txt"].read_text() == f"{token}\n"
-
-    if version_tuple(client) < ONE_SHOT_SINCE:
-        # An older client writes the old 10-day expression: retrieval stays repeatable.
-        time.sleep(_interval(stack) * 2 + 0.5)
-        [second] = driver.fetch_outputs([handle], tmp_path / "second")
-        assert second.ok, (f"observed: client {client} (before 25.8.2) against daemon "
-                           f"{versions['daemon']}, LeaveJobInQueue = {expression!r}: the second "
-                           f"retrieval failed: {second.error}")
-        return
+    handle, expression, _ = _first_retrieval(driver, stack, tmp_path)
 
     # A 25.8.2+ client: the job must leave at the schedd's next periodic evaluation.
     started = time.monotonic()
