@@ -1,0 +1,100 @@
+"""The upstream HTCondor stacks: fail fast without a registry, and their adaptation works.
+
+`htcondor-25` (htcondor/mini) cannot be pulled here; it must fail within 15 s with a clear
+infrastructure error. The adaptation in stacks/htcondor-mini (config drop-ins, the pre-exec
+hook, token, port, readiness) is proven against a faithful double of htcondor/mini
+(stacks/htcondor-mini-double) running the real contract suite.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.faults.test_lifecycle_faults import _engine, _project
+
+REPO = Path(__file__).resolve().parents[2]
+
+pytestmark = pytest.mark.skipif(
+    not _engine() and __import__("os").environ.get("PYTEST_STACKS_REQUIRE_DOCKER") != "1",
+    reason="no Docker engine (scripts/setup.sh installs one)")
+
+
+def _registry_reachable() -> bool:
+    from pytest_stacks.providers.images import registry_reachable
+    return registry_reachable()
+
+
+@pytest.mark.skipif("_registry_reachable()", reason="a registry is reachable: the image can "
+                                                    "be pulled, so there is no fast failure")
+def test_upstream_stack_fails_fast_without_a_registry(tmp_path: Path) -> None:
+    cmd = [*_project(tmp_path, "def test_x(backend):\n    pass\n"), "--stack=htcondor-25"]
+    started = time.monotonic()
+    result = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                            check=False)
+    elapsed = time.monotonic() - started
+    out = result.stdout
+    assert result.returncode == 1, out[-3000:]
+    assert "1 infra" in out
+    assert "image htcondor/mini:25.12.2-el9 is not available locally and no registry is " \
+           "reachable" in out
+    assert "Traceback" not in out
+    assert elapsed < 15, f"took {elapsed:.1f}s"
+
+
+def _double_image() -> str:
+    from pytest_stacks import dockerutil
+    from pytest_stacks.manifest import BaseImage
+    from pytest_stacks.providers.images import content_tag, ensure_base_image
+
+    folder = REPO / "stacks" / "htcondor-mini-double"
+    base = ensure_base_image(BaseImage("debian", "trixie-slim", "trixie"))
+    tag = content_tag(folder, {}, dockerutil.image_id(base))
+    reference = f"pytest-stacks/htcondor-mini-double:{tag}"
+    if not dockerutil.image_exists(reference):
+        built = subprocess.run(["docker", "build", "-q", "-t", reference, "--build-arg",
+                                f"BASE_IMAGE={base}", str(folder)], capture_output=True,
+                               text=True, timeout=1200, check=False)
+        assert built.returncode == 0 and dockerutil.image_exists(reference), built.stderr[-3000:]
+    return reference
+
+
+def test_upstream_adaptation_on_a_faithful_double(tmp_path: Path) -> None:
+    name, tag = _double_image().split(":")
+    manifest = tmp_path / "manifest.yaml"
+    manifest.write_text(f"""
+version: 1
+capabilities: {{submit: s, status: t, kill: k, purge: p, inputs: i, outputs: o,
+               outputs.repeatable: r, logs: l}}
+backends:
+  htcondor: {{window: {{anchor: "23.9", leading_edge: "25.12"}}}}
+stacks:
+  - name: htcondor-mini-double
+    backend: htcondor
+    version: "23.9.6"
+    provider: compose
+    transport: bindings
+    configuration: single-node
+    capabilities: [submit, status, kill, purge, inputs, outputs, outputs.repeatable, logs]
+    lanes: [full]
+    image: {{name: {name}, tag: {tag}}}
+    compose:
+      directory: {REPO / "stacks" / "htcondor-mini"}
+      service: htcondor
+      ports: [CONDOR_PORT]
+    options: {{output_retrieval: repeatable, periodic_expr_interval: 5}}
+""")
+    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+           f"--stack-manifest={manifest}", "--stack=htcondor-mini-double",
+           str(REPO / "tests" / "contract"), "-k",
+           "completion or non_zero or inputs or byte_for_byte or killed or unknown"]
+    result = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=900,
+                            check=False)
+    out = result.stdout
+    assert result.returncode == 0, out[-5000:]
+    assert "htcondor-mini-double (htcondor 23.9.6, compose): daemon 23.9.6" in out
+    assert " 0 test(s) ran" not in out
