@@ -19,7 +19,6 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
-import jsonschema
 import yaml
 from packaging.version import Version
 
@@ -187,13 +186,54 @@ def loads(text: str, path: str | Path = "manifest.yaml") -> Manifest:
     data, lines, problems = _parse_yaml(text, path)
     if problems:
         raise ManifestError(problems)
-    problems = list(_schema_problems(data, lines, path))
-    if problems:
-        raise ManifestError(problems)
+    if not _known_valid(text):
+        problems = list(_schema_problems(data, lines, path))
+        if problems:
+            raise ManifestError(problems)
+        _remember_valid(text)
     problems = list(_reference_problems(data, lines, path))
     if problems:
         raise ManifestError(problems)
     return _build(data, path)
+
+
+# ---------------------------------------------------------------- schema-validation cache
+#
+# Validating against the schema costs more than everything else the plugin does at start-up
+# (importing jsonschema dominates), and the manifest rarely changes between runs: a text that
+# passed once, against this very schema, is remembered by digest. The reference pass always
+# runs, since it also looks at the filesystem.
+
+
+def _cache_key(text: str) -> str:
+    import hashlib
+
+    digest = hashlib.sha256(text.encode())
+    digest.update(json.dumps(schema(), sort_keys=True).encode())
+    return digest.hexdigest()
+
+
+def _cache_dir() -> Path:
+    import os
+
+    root = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(root) / "pytest-stacks" / "valid-manifests"
+
+
+def _known_valid(text: str) -> bool:
+    try:
+        return (_cache_dir() / _cache_key(text)).exists()
+    except OSError:
+        return False
+
+
+def _remember_valid(text: str) -> None:
+    try:
+        folder = _cache_dir()
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / _cache_key(text)).touch()
+    except OSError:
+        pass  # a read-only home only costs the next run a validation
 
 
 # ---------------------------------------------------------------- YAML with positions
@@ -208,8 +248,9 @@ def _parse_yaml(text: str, path: Path) -> tuple[Any, dict[PathKey, int], list[st
     duplicated stack or a pasted block, so the node tree is walked once by hand.
     """
     try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.safe_load(text)
+        loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when available
+        node = yaml.compose(text, Loader=loader)
+        data = yaml.load(text, Loader=loader)  # noqa: S506 (a safe loader)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
@@ -289,6 +330,8 @@ def _describe_path(data: Any, at: PathKey) -> str:
 
 
 def _schema_problems(data: Any, lines: Mapping[PathKey, int], path: Path) -> Iterable[str]:
+    import jsonschema
+
     validator = jsonschema.Draft202012Validator(schema())
     errors = sorted(validator.iter_errors(data),
                     key=lambda e: _line_of(lines, tuple(e.absolute_path)))
@@ -296,7 +339,7 @@ def _schema_problems(data: Any, lines: Mapping[PathKey, int], path: Path) -> Ite
         yield from _explain(error, data, lines, path)
 
 
-def _explain(error: jsonschema.ValidationError, data: Any, lines: Mapping[PathKey, int],
+def _explain(error: Any, data: Any, lines: Mapping[PathKey, int],
              path: Path) -> Iterable[str]:
     at: PathKey = tuple(error.absolute_path)
     if error.validator == "additionalProperties" and isinstance(error.instance, dict):
@@ -309,6 +352,8 @@ def _explain(error: jsonschema.ValidationError, data: Any, lines: Mapping[PathKe
                    f"{', '.join(allowed)}.{_did_you_mean(key, allowed)}")
         return
     if error.validator in {"anyOf", "oneOf", "allOf"} and error.context:
+        import jsonschema
+
         best = jsonschema.exceptions.best_match(error.context)
         yield from _explain(best, data, lines, path)
         return
@@ -318,7 +363,7 @@ def _explain(error: jsonschema.ValidationError, data: Any, lines: Mapping[PathKe
     yield f"{where}: {field_name}: {expected}"
 
 
-def _expected(error: jsonschema.ValidationError) -> str:
+def _expected(error: Any) -> str:
     kind = error.validator
     value: Any = error.validator_value
     got: Any = error.instance

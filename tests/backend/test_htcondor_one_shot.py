@@ -75,7 +75,7 @@ def test_an_older_client_keeps_retrieval_repeatable(backend: JobClient, stack: S
     versions = driver.versions()
     handle, expression, token = _first_retrieval(driver, stack, tmp_path)
     assert version_tuple(versions["client"]) < ONE_SHOT_SINCE
-    time.sleep(_interval(stack) * 2 + 0.5)
+    time.sleep(_interval(stack) * 2.5)
     [second] = driver.fetch_outputs([handle], tmp_path / "second")
     assert second.ok, (f"observed: client {versions['client']} (before 25.8.2) against daemon "
                        f"{versions['daemon']}, LeaveJobInQueue = {expression!r}: the second "
@@ -139,7 +139,7 @@ def test_leave_in_queue_override_keeps_retrieval_repeatable(backend: JobClient, 
     try:
         [first] = driver.fetch_outputs([handle], tmp_path / "first")
         assert first.ok, f"first retrieval failed: {first.error}"
-        time.sleep(_interval(stack) * 2 + 0.5)  # past at least one periodic evaluation
+        time.sleep(_interval(stack) * 2.5)  # past at least one periodic evaluation
         assert driver.in_queue([handle]) == [True], (
             f"observed: client {versions['client']}, daemon {versions['daemon']}, "
             f"leave_in_queue = {expression!r}: job {handle.job_id} left the queue after its "

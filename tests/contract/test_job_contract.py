@@ -169,7 +169,7 @@ def test_finished_job_stays_observable_after_leaving_the_queue(backend: JobClien
     [handle] = submitted(backend.submit([JobSpec(script="exit 4\n")]))
     wait_for(backend, [handle], timeout=_timeout(stack))
     import time
-    time.sleep(float(stack.options.get("min_job_age", 0)) + 0.2)
+    time.sleep(float(stack.options.get("min_job_age", 0)) * 1.5)
     [status] = backend.status([handle])
     assert status.state is JobState.FAILED, status
     assert status.exit_code == 4
