@@ -250,7 +250,7 @@ def _parse_yaml(text: str, path: Path) -> tuple[Any, dict[PathKey, int], list[st
     try:
         loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when available
         node = yaml.compose(text, Loader=loader)
-        data = yaml.load(text, Loader=loader)  # noqa: S506 (a safe loader)
+        data = yaml.load(text, Loader=loader)  # a safe loader (C or pure Python)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
