@@ -196,6 +196,12 @@ def pytest_cmdline_main(config: pytest.Config) -> int | None:
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "stack" not in metafunc.fixturenames:
         return
+    for mark in metafunc.definition.iter_markers("parametrize"):
+        argnames = mark.args[0] if mark.args else mark.kwargs.get("argnames", "")
+        if isinstance(argnames, str):
+            argnames = [a.strip() for a in argnames.split(",")]
+        if "stack" in argnames:
+            return  # the test parametrizes 'stack' itself: its values win
     state = _state(metafunc.config)
     if state.manifest is None:
         raise pytest.UsageError(

@@ -220,3 +220,14 @@ def test_failure_report_carries_the_scheduler_view(project: pytest.Pytester) -> 
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*stack fake-slurm: scheduler view of this test's jobs*",
                                  "*ExitCode=9:0*", "*boom-marker*"])
+
+
+def test_a_test_that_parametrizes_stack_itself_is_left_alone(project: pytest.Pytester) -> None:
+    project.makepyfile(test_own="""
+        import pytest
+        @pytest.mark.parametrize("stack", ["a", "b"])
+        def test_mine(stack):
+            assert stack in ("a", "b")
+    """)
+    result = project.runpytest("test_own.py")
+    result.assert_outcomes(passed=2)
