@@ -82,6 +82,10 @@ class StackPool:
 
     # ------------------------------------------------------------ acquire
 
+    def attached(self, name: str) -> Attached | None:
+        """The stack as this process already holds it, without bringing anything up."""
+        return self._attached.get(name)
+
     def acquire(self, stack: Stack) -> Attached:
         if stack.name in self._attached:
             return self._attached[stack.name]

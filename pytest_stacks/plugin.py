@@ -381,6 +381,13 @@ def pytest_runtest_makereport(item: pytest.Item,
     if stack is None:
         return report
     report.user_properties.append((PROP_STACK, stack.name))
+    state = _state(item.config)
+    attached = state.pool.attached(stack.name) if state.pool is not None else None
+    if attached is not None:
+        # Every test's report (junit <properties> included) says what it really ran against.
+        for key in ("observed_version", "client_version"):
+            if attached.info.get(key):
+                report.user_properties.append((f"pytest-stacks:{key}", attached.info[key]))
     if call.excinfo is not None and call.excinfo.errisinstance(InfrastructureError):
         error = call.excinfo.value
         assert isinstance(error, InfrastructureError)
@@ -403,7 +410,7 @@ def _attach_diagnostics(item: pytest.Item, stack: Stack, report: pytest.TestRepo
         except Exception as exc:  # diagnostics must never replace the real failure
             report.sections.append((f"stack {stack.name}: jobs", f"(unavailable: {exc})"))
     if state.pool is not None and "logs" in stack.capabilities:
-        attached = state.pool._attached.get(stack.name)
+        attached = state.pool.attached(stack.name)
         if attached is not None:
             try:
                 report.sections.append((f"stack {stack.name}: daemon logs",

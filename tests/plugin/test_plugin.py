@@ -231,3 +231,12 @@ def test_a_test_that_parametrizes_stack_itself_is_left_alone(project: pytest.Pyt
     """)
     result = project.runpytest("test_own.py")
     result.assert_outcomes(passed=2)
+
+
+def test_junit_report_records_the_observed_versions(project: pytest.Pytester) -> None:
+    result = project.runpytest("--stack=fake-slurm-20.11", "-k", "test_runs",
+                               "--junitxml=report.xml")
+    result.assert_outcomes(passed=1)
+    xml = (project.path / "report.xml").read_text()
+    assert 'name="pytest-stacks:stack" value="fake-slurm-20.11"' in xml
+    assert 'name="pytest-stacks:observed_version" value="20.11.4"' in xml
