@@ -5,11 +5,9 @@ sharing, failure capture and fail-closed reporting. Everything else lives below 
 from __future__ import annotations
 
 import contextlib
-import os
 import shutil
 import signal
 import sys
-import tempfile
 from collections import Counter
 from collections.abc import Generator, Sequence
 from dataclasses import dataclass, field
@@ -22,7 +20,7 @@ from packaging.version import Version
 from pytest_stacks import hookspecs
 from pytest_stacks.contract import JobClient, JobHandle, JobSpec, SubmitResult
 from pytest_stacks.errors import InfrastructureError, ManifestError, UnknownStackError
-from pytest_stacks.lifecycle import StackPool, new_run_id
+from pytest_stacks.lifecycle import StackPool, new_run_id, runs_root
 from pytest_stacks.manifest import Manifest, Stack
 from pytest_stacks.manifest import load as load_manifest
 from pytest_stacks.providers.base import RunContext
@@ -37,6 +35,7 @@ from pytest_stacks.selection import (
 PROP_STACK = "pytest-stacks:stack"
 PROP_INFRA = "pytest-stacks:infra"
 WORKERINPUT_KEY = "pytest_stacks_run"
+DEFAULT_MANIFEST = "manifest.yaml"
 
 
 # ---------------------------------------------------------------- options and hooks
@@ -59,8 +58,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--stack-lane", choices=("pinned", "canary"), default="pinned",
                     help="'canary' builds each stack from its floating reference; a version "
                          "other than the pin is then recorded, not an error.")
-    parser.addini("stacks_manifest", "Path of the pytest-stacks manifest (relative to rootdir).",
-                  default="manifest.yaml")
+    parser.addini("stacks_manifest", "Path of the pytest-stacks manifest (relative to rootdir); "
+                  "setting it turns pytest-stacks on for the project.", default="")
 
 
 # ---------------------------------------------------------------- per-session state
@@ -94,7 +93,17 @@ def _manifest_path(config: pytest.Config) -> Path:
     given = config.getoption("stack_manifest")
     if given:
         return Path(given).expanduser().absolute()
-    return Path(config.rootpath, str(config.getini("stacks_manifest")))
+    return Path(config.rootpath, str(config.getini("stacks_manifest") or DEFAULT_MANIFEST))
+
+
+def _manifest_requested(config: pytest.Config) -> bool:
+    """Whether this project uses pytest-stacks at all.
+
+    Installing the plugin must not change unrelated projects: a file that happens to be called
+    manifest.yaml is only read when the project says so (ini option) or the command line does.
+    """
+    return bool(config.getoption("stack_manifest") or config.getini("stacks_manifest")
+                or config.getoption("stack") or config.getoption("stacks"))
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -115,7 +124,7 @@ def pytest_configure(config: pytest.Config) -> None:
     patterns: list[str] = config.getoption("stack")
     path = _manifest_path(config)
     manifest: Manifest | None = None
-    if path.exists() or patterns or config.getoption("stacks"):
+    if _manifest_requested(config):
         try:
             manifest = load_manifest(path)
         except ManifestError as exc:
@@ -140,9 +149,8 @@ def pytest_configure(config: pytest.Config) -> None:
         state.owner = False
     else:
         run_id = new_run_id()
-        run_root = Path(tempfile.gettempdir()) / f"pytest-stacks-{os.getuid()}"
-        ctx = RunContext.for_this_process(run_id, run_root / run_id, lane)
-        _install_sigterm_handler()
+        ctx = RunContext.for_this_process(run_id, runs_root() / run_id, lane)
+        _install_sigterm_handler(config)
     state.pool = StackPool(ctx)
     config.pluginmanager.register(_Tracker(state), "pytest-stacks-tracker")
     if config.pluginmanager.hasplugin("xdist"):
@@ -166,13 +174,42 @@ class _XdistBridge:
         }
 
 
-def _install_sigterm_handler() -> None:
-    """SIGTERM unwinds like Ctrl-C, so session teardown still runs and nothing leaks."""
+def _install_sigterm_handler(config: pytest.Config) -> None:
+    """SIGTERM unwinds like Ctrl-C, so session teardown still runs and nothing leaks.
+
+    The previous handler comes back at unconfigure (pytester runs nest sessions in-process).
+    """
     def _raise(signum: int, frame: object) -> None:
         raise KeyboardInterrupt(f"signal {signum}")
 
     with contextlib.suppress(ValueError):  # not in the main thread: leave it alone
-        signal.signal(signal.SIGTERM, _raise)
+        config.stash[_OLD_SIGTERM] = signal.signal(signal.SIGTERM, _raise)
+
+
+_OLD_SIGTERM = pytest.StashKey[Any]()
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    previous = config.stash.get(_OLD_SIGTERM, None)
+    if previous is not None:
+        with contextlib.suppress(ValueError):
+            signal.signal(signal.SIGTERM, previous)
+
+
+@contextlib.contextmanager
+def _signals_deferred() -> Generator[None, None, None]:
+    """Hold SIGINT and SIGTERM while stacks come down: a second Ctrl-C must not cut
+    `docker compose down` in half. They are delivered (and act) once teardown is done."""
+    mask = {signal.SIGINT, signal.SIGTERM}
+    try:
+        old = signal.pthread_sigmask(signal.SIG_BLOCK, mask)
+    except (ValueError, OSError):
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
 def pytest_cmdline_main(config: pytest.Config) -> int | None:
@@ -204,10 +241,15 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
             return  # the test parametrizes 'stack' itself: its values win
     state = _state(metafunc.config)
     if state.manifest is None:
-        raise pytest.UsageError(
+        pytest.fail(
             f"pytest-stacks: {metafunc.function.__name__} uses the 'stack' fixture but no "
-            f"manifest was found at {_manifest_path(metafunc.config)}. Create one or pass "
-            f"--stack-manifest.")
+            f"manifest is configured. Set the 'stacks_manifest' ini option (e.g. "
+            f"stacks_manifest = manifest.yaml) or pass --stack-manifest PATH.", pytrace=False)
+    if not state.selected:
+        pytest.fail(
+            f"pytest-stacks: {metafunc.function.__name__} needs a stack but none is selected: "
+            f"the manifest {state.manifest.path} has no fake stacks to run by default. Pass "
+            f"--stack NAME (known: {', '.join(state.manifest.names())}).", pytrace=False)
     metafunc.parametrize("stack", state.selected, ids=[s.name for s in state.selected],
                          indirect=True, scope="session")
 
@@ -326,6 +368,11 @@ def stack(request: pytest.FixtureRequest) -> Stack:
     param = getattr(request, "param", None)
     if not isinstance(param, Stack):
         raise pytest.UsageError("pytest-stacks: no stack selected for this test")
+    state = _state(request.config)
+    assert state.pool is not None
+    # A test on a stack runs with the stack up and proven, even if it never submits a job:
+    # otherwise a stack that cannot come up could count as having run tests.
+    state.pool.acquire(param)
     return param
 
 
@@ -456,7 +503,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         return
     known = {s.name: s for s in state.selected}
     session.config.stash[_RECORDS] = {r.stack: r for r in state.pool.records()}
-    state.closing_problems.extend(state.pool.teardown(known))
+    with _signals_deferred():
+        state.closing_problems.extend(state.pool.teardown(known))
     if not state.closing_problems:
         shutil.rmtree(state.pool.ctx.run_dir, ignore_errors=True)
     if exitstatus in (pytest.ExitCode.INTERRUPTED, pytest.ExitCode.USAGE_ERROR,

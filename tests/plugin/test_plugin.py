@@ -72,12 +72,19 @@ def test_plain():
 @pytest.fixture
 def project(pytester: pytest.Pytester) -> pytest.Pytester:
     pytester.makefile(".yaml", manifest=MANIFEST)
-    pytester.makeini("[pytest]\n")
+    pytester.makeini("[pytest]\nstacks_manifest = manifest.yaml\n")
     pytester.makepyfile(test_user=TESTS)
     return pytester
 
 
 def test_default_selection_is_the_fake_stacks(project: pytest.Pytester) -> None:
+    project.makefile(".yaml", manifest=MANIFEST.split("  - name: broken-mpi")[0])
+    result = project.runpytest("-v")
+    result.assert_outcomes(passed=5, skipped=2)
+    assert "broken-mpi" not in result.stdout.str().split("pytest-stacks")[0]
+
+
+def test_globs_select_stacks(project: pytest.Pytester) -> None:
     result = project.runpytest("-v", "--stack=fake-*")
     result.assert_outcomes(passed=5, skipped=2)
     result.stdout.fnmatch_lines([
@@ -240,3 +247,46 @@ def test_junit_report_records_the_observed_versions(project: pytest.Pytester) ->
     xml = (project.path / "report.xml").read_text()
     assert 'name="pytest-stacks:stack" value="fake-slurm-20.11"' in xml
     assert 'name="pytest-stacks:observed_version" value="20.11.4"' in xml
+
+
+def test_an_unrelated_manifest_yaml_is_ignored(pytester: pytest.Pytester) -> None:
+    """Installing the plugin must not break a project whose manifest.yaml is something else."""
+    pytester.makefile(".yaml", manifest="apiVersion: v1\nkind: ConfigMap\n")
+    pytester.makeini("[pytest]\n")
+    pytester.makepyfile(test_plain="def test_plain():\n    pass\n")
+    result = pytester.runpytest()
+    result.assert_outcomes(passed=1)
+
+
+def test_no_stack_selectable_is_a_usage_error(pytester: pytest.Pytester) -> None:
+    pytester.mkdir("stack")
+    pytester.path.joinpath("stack", "compose.yaml").write_text("services: {s: {image: x}}\n")
+    only_real = MANIFEST.split("  - name: fake-slurm\n")[0] + textwrap.dedent("""\
+          - name: real-slurm
+            backend: slurm
+            version: "24.11.5"
+            provider: compose
+            transport: local
+            configuration: single-node
+            capabilities: [submit]
+            lanes: [pr]
+            compose: {directory: stack, service: s}
+        """)
+    pytester.makefile(".yaml", manifest=only_real)
+    pytester.makeini("[pytest]\nstacks_manifest = manifest.yaml\n")
+    pytester.makepyfile(test_user=TESTS)
+    result = pytester.runpytest()
+    assert result.ret == pytest.ExitCode.INTERRUPTED  # a collection error, not a quiet skip
+    result.stdout.fnmatch_lines(["*test_runs needs a stack but none is selected*"])
+    assert "Traceback" not in result.stdout.str()
+
+
+def test_a_stack_only_test_on_a_broken_stack_is_infra_not_pass(project: pytest.Pytester) -> None:
+    project.makepyfile(test_meta="""
+        def test_meta(stack):
+            assert stack.version
+    """)
+    result = project.runpytest("--stack=broken-mpi", "test_meta.py")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    assert "1 infra" in result.stdout.str()
+    assert "passed" not in result.stdout.lines[-1]
