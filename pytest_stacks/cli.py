@@ -86,7 +86,13 @@ def cmd_up(args: argparse.Namespace) -> int:
         raise StacksError(f"{args.name!r} matches {len(chosen)} stacks; name exactly one")
     [stack] = chosen
     pool = StackPool(_keep_ctx())
-    attached = pool.acquire(stack)
+    try:
+        attached = pool.acquire(stack)
+    except BaseException:
+        # Kept stacks are never reaped, so a failed or interrupted `up` cleans up itself.
+        pool.teardown({stack.name: stack})
+        shutil.rmtree(pool.ctx.run_dir, ignore_errors=True)
+        raise
     info = {k: v for k, v in attached.info.items() if k != "env"}
     pool.release()
     print(json.dumps({"stack": stack.name, "run_dir": str(pool.ctx.run_dir), **info}, indent=2))
@@ -97,13 +103,13 @@ def cmd_up(args: argparse.Namespace) -> int:
 
 def cmd_down(args: argparse.Namespace) -> int:
     from pytest_stacks.providers import reaper
-    from pytest_stacks.providers.base import LABEL_STACK
+    from pytest_stacks.providers.base import LABEL_OWNER_START, LABEL_STACK
 
     removed = 0
     for run_id, resources in reaper.inventory().items():
         if args.name and resources.labels.get(LABEL_STACK) != args.name:
             continue
-        if resources.labels.get("io.pytest-stacks.owner-start") != KEEP_MARK and not args.force:
+        if resources.labels.get(LABEL_OWNER_START) != KEEP_MARK and not args.force:
             continue
         left = reaper.remove(resources)
         from pytest_stacks.lifecycle import kept_root
@@ -191,6 +197,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         return 130
+    except Exception as exc:  # an engine or OS error: one line, not a traceback
+        print(f"pytest-stacks: {args.command} failed: {type(exc).__name__}: {exc}",
+              file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

@@ -168,6 +168,9 @@ def wait_for(
     delay = 0.01
     while True:
         statuses = client.status(handles)
+        if len(statuses) != len(handles):
+            raise BackendCallError(f"status() answered {len(statuses)} results for "
+                                   f"{len(handles)} handles: one result per job is the contract")
         if all(s.state in until for s in statuses):
             return statuses
         if time.monotonic() >= deadline:

@@ -13,6 +13,8 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
+import stat
 import tempfile
 import time
 import uuid
@@ -23,14 +25,42 @@ from typing import Any
 from filelock import FileLock
 
 from pytest_stacks.contract import JobSpec, JobState, submitted, wait_for
-from pytest_stacks.errors import InfrastructureError
+from pytest_stacks.errors import InfrastructureError, StacksError
 from pytest_stacks.manifest import Stack
 from pytest_stacks.providers import provider_for
 from pytest_stacks.providers.base import Attached, RunContext
 
 
 def runs_root() -> Path:
-    return Path(tempfile.gettempdir()) / f"pytest-stacks-{os.getuid()}"
+    """This user's private folder of run directories (0700, owned by us, not a symlink).
+
+    Run directories hold per-run credentials (IDTOKENs), so a shared /tmp must not let another
+    user pre-create or read the folder.
+    """
+    root = Path(tempfile.gettempdir()) / f"pytest-stacks-{os.getuid()}"
+    root.mkdir(mode=0o700, exist_ok=True)
+    info = os.lstat(root)
+    if stat.S_ISLNK(info.st_mode) or not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid():
+        raise StacksError(f"{root} is not a directory owned by this user; remove it and rerun")
+    if stat.S_IMODE(info.st_mode) != 0o700:
+        root.chmod(0o700)
+    return root
+
+
+def reap_dead_run_dirs() -> list[Path]:
+    """Remove run directories (and the tokens in them) left by runs whose owner is dead."""
+    from pytest_stacks.providers.base import owner_alive
+
+    removed = []
+    for owner_file in runs_root().glob("*/owner.json"):
+        try:
+            owner = json.loads(owner_file.read_text())
+        except (OSError, ValueError):
+            continue
+        if not owner_alive(int(owner.get("pid", 0)), str(owner.get("start", ""))):
+            shutil.rmtree(owner_file.parent, ignore_errors=True)
+            removed.append(owner_file.parent)
+    return removed
 
 
 def kept_root() -> Path:
@@ -56,8 +86,19 @@ class StackRecord:
 class StackPool:
     def __init__(self, ctx: RunContext) -> None:
         self.ctx = ctx
-        self.ctx.run_dir.mkdir(parents=True, exist_ok=True)
         self._attached: dict[str, Attached] = {}
+
+    def _ensure_run_dir(self) -> None:
+        """Created on first use, so a run that never needs a stack leaves nothing behind."""
+        if self.ctx.run_dir.is_dir():
+            return
+        with contextlib.suppress(StacksError, OSError):
+            reap_dead_run_dirs()
+        self.ctx.run_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        owner = self.ctx.run_dir / "owner.json"
+        if not owner.exists():
+            owner.write_text(json.dumps({"pid": self.ctx.owner_pid,
+                                         "start": self.ctx.owner_start}))
 
     # ------------------------------------------------------------ files of the run
 
@@ -70,15 +111,11 @@ class StackPool:
     def records(self) -> list[StackRecord]:
         out = []
         for path in sorted(self.ctx.run_dir.glob("*.json")):
-            if path.name.endswith(".error.json"):
+            if path.name.endswith(".error.json") or path.name == "owner.json":
                 continue
             data = json.loads(path.read_text())
             out.append(StackRecord(**data))
         return out
-
-    def errors(self) -> dict[str, dict[str, str]]:
-        return {p.name.removesuffix(".error.json"): json.loads(p.read_text())
-                for p in sorted(self.ctx.run_dir.glob("*.error.json"))}
 
     # ------------------------------------------------------------ acquire
 
@@ -89,6 +126,7 @@ class StackPool:
     def acquire(self, stack: Stack) -> Attached:
         if stack.name in self._attached:
             return self._attached[stack.name]
+        self._ensure_run_dir()
         with FileLock(str(self.ctx.run_dir / f"{stack.name}.lock")):
             if self._error(stack).exists():
                 saved = json.loads(self._error(stack).read_text())
@@ -117,9 +155,12 @@ class StackPool:
         if self.ctx.lane != "pinned" or self.ctx.owner_start == "keep":
             return False
         for path in sorted(kept_root().glob(f"*/{stack.name}.json")):
-            data = json.loads(path.read_text())
-            if not data.get("observed_version"):
+            try:
+                data = json.loads(path.read_text())
+            except (OSError, ValueError):
                 continue
+            if data.get("observed_version") != stack.version:
+                continue  # not proven, or built for another pin (a bump since `up`)
             try:
                 attached = provider_for(stack).attach(stack, data["info"], self.ctx)
                 attached.client.versions()
@@ -192,7 +233,7 @@ class StackPool:
         self.release()
         problems = []
         for path in sorted(self.ctx.run_dir.glob("*.json")):
-            if path.name.endswith(".error.json"):
+            if path.name.endswith(".error.json") or path.name == "owner.json":
                 continue
             data = json.loads(path.read_text())
             stack = stacks.get(data["stack"])
@@ -234,4 +275,13 @@ def _functional_probe(stack: Stack, attached: Attached) -> None:
         raise InfrastructureError(
             stack.name, f"functional probe job ended {status.state} ({status.native_state}, "
             f"exit {status.exit_code}) instead of completed", attached.logs())
-    client.purge(handles)
+    if "outputs" in stack.capabilities:
+        with tempfile.TemporaryDirectory(prefix="pytest-stacks-probe-") as folder:
+            [result] = client.fetch_outputs(handles, Path(folder))
+            got = result.files.get("probe.txt")
+            if not result.ok or got is None or got.read_text().strip() != token:
+                raise InfrastructureError(
+                    stack.name, f"functional probe job's output did not come back intact "
+                    f"({result.error or 'wrong or missing probe.txt'})", attached.logs())
+    if "purge" in stack.capabilities:
+        client.purge(handles)

@@ -335,8 +335,12 @@ def _schema_problems(data: Any, lines: Mapping[PathKey, int], path: Path) -> Ite
     validator = jsonschema.Draft202012Validator(schema())
     errors = sorted(validator.iter_errors(data),
                     key=lambda e: _line_of(lines, tuple(e.absolute_path)))
+    seen: set[str] = set()
     for error in errors:
-        yield from _explain(error, data, lines, path)
+        for problem in _explain(error, data, lines, path):
+            if problem not in seen:  # e.g. one "missing keys" report per missing key
+                seen.add(problem)
+                yield problem
 
 
 def _explain(error: Any, data: Any, lines: Mapping[PathKey, int],
@@ -428,7 +432,6 @@ def _reference_problems(data: dict[str, Any], lines: Mapping[PathKey, int],
                    f"supported version: swap them or fix the newer one.")
 
     seen: dict[str, int] = {}
-    used_backends: set[str] = set()
     for index, stack in enumerate(data["stacks"]):
         name = stack["name"]
         if name in seen:
@@ -436,7 +439,6 @@ def _reference_problems(data: dict[str, Any], lines: Mapping[PathKey, int],
                    f"stacks[{seen[name]}]). Stack names must be unique.")
         seen.setdefault(name, index)
         backend = stack["backend"]
-        used_backends.add(backend)
         if backend not in backends:
             yield (f"{at('stacks', index, 'backend')}: backend {backend!r} is not declared under "
                    f"'backends' (so it has no support window). Declare it with a window, or use "

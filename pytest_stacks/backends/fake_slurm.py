@@ -206,16 +206,22 @@ class FakeSlurmHost:
         }
 
     def _squeue(self, argv: tuple[str, ...], user: str) -> CommandResult:
+        all_states = "-t" in argv and argv[argv.index("-t") + 1].lower() == "all"
         if "--json" in argv:
             if self._series < (21, 8):
                 return self._err(argv, "squeue: unrecognized option '--json'\n"
                                  "Try \"squeue --help\" for more information\n")
+            # Seen in the captures: 22.05's --json ignores -t (every job in memory); 23.02+
+            # honour it, and without `-t all` finished jobs are not listed.
+            listed = [j for j in self._jobs.values()
+                      if all_states or self._series < (23, 2) or j.ended is None]
             jobs = [{"job_id": j.job_id, "name": j.name, "job_state": self._json_state(j),
                      "state_reason": j.reason, "exit_code": self._json_exit(j),
                      "current_working_directory": j.workdir}
-                    for j in self._jobs.values()]
+                    for j in listed]
             return self._ok(argv, json.dumps({"jobs": jobs}, indent=2))
-        lines = [f"{j.job_id}|{j.state}|{j.reason}" for j in self._jobs.values()]
+        lines = [f"{j.job_id}|{j.state}|{j.reason}" for j in self._jobs.values()
+                 if all_states or j.ended is None]
         return self._ok(argv, "\n".join(lines) + ("\n" if lines else ""))
 
     def _scontrol_line(self, job: _Job) -> str:
@@ -243,6 +249,11 @@ class FakeSlurmHost:
     def _sacct(self, argv: tuple[str, ...], user: str) -> CommandResult:
         if "-c" not in argv:
             return self._err(argv, "Slurm accounting storage is disabled\n")
+        if user not in ("root", "slurm"):
+            # Seen on every version: sacct opens the jobcomp log read-write, and slurmctld
+            # keeps it 0644 for SlurmUser.
+            return self._err(argv, "sacct: fatal: open /var/log/slurm/jobcomp.log: "
+                             "Permission denied\n")
         wanted: set[str] | None = None
         if "-j" in argv:
             wanted = set(argv[argv.index("-j") + 1].split(","))

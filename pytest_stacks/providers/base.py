@@ -33,6 +33,31 @@ def process_start_time(pid: int) -> str:
     return text.rsplit(")", 1)[1].split()[19]
 
 
+def owner_alive(pid: int, start: str) -> bool:
+    """Whether the process that owns a run is still alive on this host.
+
+    With /proc, pid plus start time identifies it exactly (a reused pid has another start
+    time). Without /proc (macOS), only the pid can be checked, and a doubt counts as alive:
+    reaping a live run's stack is worse than leaving a dead one for later.
+    """
+    if start == "keep":
+        return True  # `pytest-stacks up`: kept until `pytest-stacks down`
+    if pid <= 0:
+        return False
+    current = process_start_time(pid)
+    if current:
+        return not start or current == start
+    if Path("/proc/self/stat").exists():
+        return False  # /proc works here and has no such process
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 @dataclass(frozen=True)
 class RunContext:
     run_id: str

@@ -31,7 +31,7 @@ from pytest_stacks.transports.docker_exec import DockerExecTransport
 
 
 def project_name(stack: Stack, ctx: RunContext) -> str:
-    slug = re.sub(r"[^a-z0-9]+", "", stack.name.lower())
+    slug = re.sub(r"[^a-z0-9-]", "_", stack.name.lower())  # slurm-24.11 -> slurm-24_11
     return f"pst-{slug}-{ctx.run_id.rsplit('-', 1)[-1]}"
 
 
@@ -98,7 +98,7 @@ class ComposeProvider:
                 upstream = stack.image.reference
         try:
             dockerutil.client()
-            reaper.reap_dead()
+            reaper.reap_dead(keep_run=ctx.run_id)
             base = images.ensure_base_image(stack.base_image) if stack.base_image else ""
             if upstream:
                 images.ensure_image(upstream)

@@ -90,20 +90,40 @@ def seed_debian(suite: str) -> str:
                              f"`sudo pytest-stacks seed {suite}`")
         with tempfile.TemporaryDirectory(prefix=f"pytest-stacks-{suite}-") as root:
             target = Path(root) / "rootfs"
-            result = subprocess.run(
-                [debootstrap, "--variant=minbase", suite, str(target), DEBIAN_MIRROR],
-                capture_output=True, text=True, check=False, timeout=1200)
+            try:
+                result = subprocess.run(
+                    [debootstrap, "--variant=minbase", suite, str(target), DEBIAN_MIRROR],
+                    capture_output=True, text=True, check=False, timeout=1200)
+            except subprocess.TimeoutExpired:
+                raise ImageError(f"debootstrap {suite} did not finish in 20 minutes") from None
             if result.returncode != 0:
                 tail = "\n".join((result.stdout + result.stderr).splitlines()[-15:])
                 raise ImageError(f"debootstrap {suite} failed:\n{tail}")
-            tar = subprocess.Popen(["tar", "-C", str(target), "-c", "."], stdout=subprocess.PIPE)
-            imported = subprocess.run(
-                [dockerutil.docker_cli(), "import", "-", reference], stdin=tar.stdout,
-                capture_output=True, text=True, check=False, timeout=600)
-            tar.wait()
-            if imported.returncode != 0 or tar.returncode != 0:
-                raise ImageError(f"docker import of {suite} failed: {imported.stderr.strip()}")
+            _import_rootfs(target, reference)
     return reference
+
+
+def _import_rootfs(rootfs: Path, reference: str, timeout: float = 900) -> None:
+    """``tar -C rootfs -c . | docker import - reference``, bounded, with no stray process."""
+    tar = subprocess.Popen(["tar", "-C", str(rootfs), "-c", "."], stdout=subprocess.PIPE)
+    try:
+        imported = subprocess.Popen([dockerutil.docker_cli(), "import", "-", reference],
+                                    stdin=tar.stdout, stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE, text=True)
+        assert tar.stdout is not None
+        tar.stdout.close()  # only `docker import` reads it; tar sees EPIPE if import dies
+        _, err = imported.communicate(timeout=timeout)
+        tar.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        raise ImageError(f"docker import of {reference} did not finish in {timeout:.0f}s") \
+            from None
+    finally:
+        for process in (tar, locals().get("imported")):
+            if process is not None and process.poll() is None:
+                process.kill()
+                process.wait()
+    if imported.returncode != 0 or tar.returncode != 0:
+        raise ImageError(f"docker import of {reference} failed: {err.strip()}")
 
 
 def content_tag(directory: Path, build_args: Mapping[str, str], base_image_id: str) -> str:

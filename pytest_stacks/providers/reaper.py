@@ -20,8 +20,8 @@ from pytest_stacks.providers.base import (
     LABEL_OWNER_START,
     LABEL_RUN,
     LABEL_STACK,
-    process_start_time,
 )
+from pytest_stacks.providers.base import owner_alive as process_alive
 
 
 @dataclass
@@ -46,10 +46,7 @@ def owner_alive(labels: dict[str, str]) -> bool:
         pid = int(labels.get(LABEL_OWNER_PID, "0"))
     except ValueError:
         return False
-    if pid <= 0:
-        return False
-    started = process_start_time(pid)
-    return bool(started) and started == labels.get(LABEL_OWNER_START, started)
+    return process_alive(pid, labels.get(LABEL_OWNER_START, ""))
 
 
 def inventory(run_id: str | None = None) -> dict[str, RunResources]:
@@ -96,11 +93,13 @@ def remove(resources: RunResources) -> list[str]:
     return left
 
 
-def reap_dead(*, dry_run: bool = False) -> dict[str, RunResources]:
-    """Remove every resource of runs whose owner is dead. Returns what was (or would be) reaped."""
+def reap_dead(*, dry_run: bool = False, keep_run: str | None = None
+              ) -> dict[str, RunResources]:
+    """Remove every resource of runs whose owner is dead (never ``keep_run``, the caller's own).
+    Returns what was (or would be) reaped."""
     reaped = {}
     for run_id, resources in inventory().items():
-        if owner_alive(resources.labels):
+        if run_id == keep_run or owner_alive(resources.labels):
             continue
         reaped[run_id] = resources
         if not dry_run:

@@ -7,6 +7,6 @@ set -euo pipefail
 getent passwd submitter >/dev/null || useradd --create-home submitter
 install -d -o condor -g condor -m 0755 /var/run/condor /var/lock/condor /var/log/condor
 install -d -m 0700 /etc/condor/passwords.d /etc/condor/tokens.d
-if [ ! -s /etc/condor/passwords.d/POOL ]; then
-    head -c 48 /dev/urandom | base64 -w0 | condor_store_cred add -c -i - >/dev/null
-fi
+# Always a new one: a key that came with the image is never reused.
+rm -f /etc/condor/passwords.d/POOL
+head -c 48 /dev/urandom | base64 -w0 | condor_store_cred add -c -i - >/dev/null

@@ -11,10 +11,9 @@ install -d -o condor -g condor -m 0755 /var/run/condor /var/lock/condor /var/log
 install -d -o root -g root -m 0700 /etc/condor/passwords.d /etc/condor/tokens.d
 
 # Per-container pool signing key (IDTOKENS). Never part of the image.
-if [ ! -s /etc/condor/passwords.d/POOL ]; then
-    head -c 48 /dev/urandom | base64 -w0 \
-        | condor_store_cred add -c -i - >/dev/null
-fi
+# Always a new one: a key that came with an image (or an earlier start) is never reused.
+rm -f /etc/condor/passwords.d/POOL
+head -c 48 /dev/urandom | base64 -w0 | condor_store_cred add -c -i - >/dev/null
 
 # Daemon logs stay in /var/log/condor; also stream them to `docker compose logs`.
 if [ "${CONDOR_LOGS_TO_STDOUT:-1}" = 1 ]; then

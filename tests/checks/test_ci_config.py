@@ -602,6 +602,21 @@ def test_no_expression_is_inlined_into_shell() -> None:
             assert "${{" not in step.get("run", ""), f"{path.name}:{job}: pass values via env"
 
 
+def test_piped_steps_fail_when_their_command_fails() -> None:
+    """GitHub's default `bash -e` has no pipefail: `pytest | tee log` would pass a red suite.
+    Every run step must get `bash` (which GitHub runs as `bash -eo pipefail`)."""
+    for path in sorted(WORKFLOWS.glob("*.y*ml")):
+        wf = _workflow(path.name)
+        default = (wf.get("defaults") or {}).get("run", {}).get("shell")
+        for job, step in _run_steps(wf):
+            shell = step.get("shell") or (wf["jobs"][job].get("defaults") or {}).get(
+                "run", {}).get("shell") or default
+            assert shell == "bash", f"{path.name}:{job}: step {step.get('name')!r} runs " \
+                                    f"without pipefail (shell: {shell})"
+        assert "tokens/" in path.read_text() or "pytest-stacks-" not in path.read_text(), (
+            f"{path.name} copies run directories: exclude their tokens/")
+
+
 def test_integration_workflow_shape() -> None:
     wf = _workflow("integration.yml")
     assert {"pull_request", "workflow_call"} <= set(wf["on"])
