@@ -54,21 +54,18 @@ def ensure_image(reference: str, *, pull_timeout: float = 1800) -> None:
         raise ImageError(f"image {reference} cannot be pulled: {pulled.stderr.strip()[-500:]}")
 
 
-def ensure_base_image(base: BaseImage, *, allow_seed: bool = True) -> str:
+def ensure_base_image(base: BaseImage) -> str:
     """The reference to build FROM: the pinned registry image where possible, else the seed."""
-    pinned = base.registry_reference
+    pinned = base.registry_reference  # name:tag@digest (or name:tag without a digest)
     if dockerutil.image_exists(pinned):
         return pinned
-    if base.digest and registry_reachable():
+    if registry_reachable():
         pulled = dockerutil.run_cli(["pull", "-q", pinned], timeout=600)
         if pulled.returncode == 0:
             return pinned
     seeded = base.seeded_reference
     if dockerutil.image_exists(seeded):
         return seeded
-    if not allow_seed:
-        raise ImageError(f"base image {pinned} cannot be pulled and {seeded} is not seeded; run "
-                         f"`pytest-stacks seed {base.seed}`")
     seed_debian(base.seed)
     return seeded
 

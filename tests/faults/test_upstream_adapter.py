@@ -40,7 +40,7 @@ def test_upstream_stack_fails_fast_without_a_registry(tmp_path: Path) -> None:
     out = result.stdout
     assert result.returncode == 1, out[-3000:]
     assert "1 infra" in out
-    assert "image htcondor/mini:25.12.2-el9 is not available locally and no registry is " \
+    assert "image htcondor/mini:25.13.2-el9 is not available locally and no registry is " \
            "reachable" in out
     assert "Traceback" not in out
     assert elapsed < 15, f"took {elapsed:.1f}s"
@@ -71,7 +71,7 @@ version: 1
 capabilities: {{submit: s, status: t, kill: k, purge: p, inputs: i, outputs: o,
                outputs.repeatable: r, logs: l}}
 backends:
-  htcondor: {{window: {{anchor: "23.9", leading_edge: "25.12"}}}}
+  htcondor: {{window: {{anchor: "23.9", leading_edge: "25.13"}}}}
 stacks:
   - name: htcondor-mini-double
     backend: htcondor
