@@ -101,7 +101,7 @@ class ComposeProvider:
             reaper.reap_dead(keep_run=ctx.run_id)
             base = images.ensure_base_image(stack.base_image) if stack.base_image else ""
             if upstream:
-                images.ensure_image(upstream)
+                images.ensure_image(upstream, refresh=ctx.lane == "canary")
         except StacksError as exc:
             raise InfrastructureError(stack.name, str(exc)) from None
 
@@ -110,6 +110,11 @@ class ComposeProvider:
             build_args.update(stack.canary.build_args)
         base_id = dockerutil.image_id(base) if base else ""
         tag = images.content_tag(stack.compose.directory, build_args, base_id)
+        canary_build = ctx.lane == "canary" and not upstream
+        if canary_build:
+            # A floating build arg ("" = the suite's newest) hashes the same every week: build
+            # afresh under a per-run tag, and remove that image again at teardown.
+            tag = f"canary-{ctx.run_id}"
         ports = {name: free_port() for name in stack.compose.ports}
         env = {**build_args, **{k: str(v) for k, v in ports.items()},
                f"{stack.backend.upper()}_IMAGE_TAG": tag}
@@ -124,6 +129,7 @@ class ComposeProvider:
             "env": env,
             "ports": ports,
             "image": upstream or f"pytest-stacks/{stack.backend}:{tag}",
+            "remove_image": canary_build,
         }
         if not upstream:
             self._build(stack, info)
@@ -151,8 +157,9 @@ class ComposeProvider:
             info["built"] = False  # content tag unchanged: nothing to rebuild
             return
         started = time.monotonic()
-        result = dockerutil.run_cli([*self._base_cmd(info), "build"], env=self._env(info),
-                                    timeout=stack.timeouts.build)
+        extra = ["--no-cache"] if info.get("remove_image") else []
+        result = dockerutil.run_cli([*self._base_cmd(info), "build", *extra],
+                                    env=self._env(info), timeout=stack.timeouts.build)
         # Compose 2.40 with the classic builder of engine 20.10 exits 0 after a failed build
         # (seen here), so success is the image existing, not the exit code.
         if result.returncode != 0 or not dockerutil.image_exists(info["image"]):
@@ -206,6 +213,10 @@ class ComposeProvider:
             [*self._base_cmd(info), "down", "-v", "--remove-orphans", "--timeout", "5"],
             env=self._env(info), timeout=300)
         left = reaper.sweep_run(ctx.run_id, stack.name)
+        if info.get("remove_image"):
+            removed = dockerutil.run_cli(["rmi", "-f", info["image"]], timeout=120)
+            if removed.returncode != 0 and "No such image" not in removed.stderr:
+                left.append(f"canary image {info['image']}: {removed.stderr.strip()}")
         remaining = [r for r in reaper.inventory(ctx.run_id).values()
                      if any(c.labels.get(LABEL_STACK) == stack.name for c in r.containers)]
         if left or remaining:

@@ -39,9 +39,13 @@ def registry_reachable(timeout: float = 5.0) -> bool:
         return False
 
 
-def ensure_image(reference: str, *, pull_timeout: float = 1800) -> None:
-    """Make an upstream image available, or say at once why it cannot be."""
-    if dockerutil.image_exists(reference):
+def ensure_image(reference: str, *, refresh: bool = False, pull_timeout: float = 1800) -> None:
+    """Make an upstream image available, or say at once why it cannot be.
+
+    ``refresh`` (a floating canary tag) pulls again even when a copy is present, so the canary
+    sees what upstream publishes today, not what was pulled last week.
+    """
+    if dockerutil.image_exists(reference) and not (refresh and registry_reachable()):
         return
     if not registry_reachable():
         raise ImageError(
