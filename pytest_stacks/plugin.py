@@ -553,6 +553,9 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int,
         versions = ""
         if record is not None and record.observed_version:
             versions = f" daemon {record.observed_version}"
+            if state.pool is not None and state.pool.ctx.lane == "canary":
+                versions += (" (canary: as pinned)" if record.observed_version == stack.version
+                             else f" (canary: floated from pin {stack.version})")
             if record.client_version:
                 versions += f", client {record.client_version}"
             if record.info.get("kept"):

@@ -113,6 +113,24 @@ class SlurmClient:
         jobs = parse.parse_sacct_c(result.stdout) if result.ok else {}
         return {k: v for k, v in jobs.items() if k in job_ids}
 
+    def completion_log(self, handles: Sequence[JobHandle]) -> list[JobStatus]:
+        """Final states as the completion log (``sacct -c``) records them.
+
+        This is what status falls back to once a job has aged out of slurmctld's memory;
+        exposed so tests can prove that path on a real daemon without waiting ``MinJobAge``.
+        """
+        found = self._completion_view([h.job_id for h in handles if h.job_id.isdigit()])
+        return [self._to_status(h, found.get(h.job_id)) for h in handles]
+
+    def _to_status(self, handle: JobHandle, job: parse.SlurmJob | None) -> JobStatus:
+        if job is None:
+            return JobStatus(handle, JobState.UNKNOWN, "", None, "not known to Slurm")
+        state = parse.normalise(job.native_state, job.reason)
+        reason = job.reason if job.reason not in ("", "None") else ""
+        if job.signal:
+            reason = f"{reason} signal {job.signal}".strip()
+        return JobStatus(handle, state, job.native_state, job.exit_code, reason)
+
     def _lookup(self, job_ids: Sequence[str]) -> dict[str, parse.SlurmJob]:
         found = {k: v for k, v in self._queue_view().items() if k in job_ids}
         missing = [j for j in job_ids if j not in found]
@@ -123,18 +141,7 @@ class SlurmClient:
     def status(self, handles: Sequence[JobHandle]) -> list[JobStatus]:
         ids = [h.job_id for h in handles if h.job_id.isdigit()]
         found = self._lookup(ids) if ids else {}
-        out = []
-        for handle in handles:
-            job = found.get(handle.job_id)
-            if job is None:
-                out.append(JobStatus(handle, JobState.UNKNOWN, "", None, "not known to Slurm"))
-                continue
-            state = parse.normalise(job.native_state, job.reason)
-            reason = job.reason if job.reason not in ("", "None") else ""
-            if job.signal:
-                reason = f"{reason} signal {job.signal}".strip()
-            out.append(JobStatus(handle, state, job.native_state, job.exit_code, reason))
-        return out
+        return [self._to_status(handle, found.get(handle.job_id)) for handle in handles]
 
     # ------------------------------------------------------------ outputs
 
