@@ -53,6 +53,14 @@ class JobSpec:
     walltime_s: int = 600
 
 
+    @property
+    def body(self) -> str:
+        """The script without a ``#!`` line: drivers put their own interpreter line first."""
+        if self.script.startswith("#!"):
+            return self.script.split("\n", 1)[1] if "\n" in self.script else ""
+        return self.script
+
+
 @dataclass(frozen=True)
 class JobHandle:
     """A submitted job: the stack it lives on and the backend's own id for it."""

@@ -45,10 +45,9 @@ import yaml
 from packaging.version import InvalidVersion, Version
 
 from pytest_stacks.errors import ManifestError, StacksError
-from pytest_stacks.manifest import Manifest, Stack
+from pytest_stacks.manifest import LANES, Manifest, Stack
 from pytest_stacks.manifest import load as load_manifest
 
-LANES = ("pr", "full", "canary")
 RUNS_ON = "ubuntu-latest"
 MAX_JOBS = 256  # GitHub Actions' limit of jobs per matrix
 TEST_BUDGET_MINUTES = 20  # on top of the stack's own build/up/ready timeouts

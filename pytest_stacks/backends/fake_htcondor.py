@@ -61,6 +61,8 @@ from pytest_stacks.backends.htcondor import (
     version_tuple,
 )
 
+# Kept apart from the driver's own table on purpose: a fake that imports what the driver
+# believes would agree with the driver forever.
 STATUS_NAMES = {1: "Idle", 2: "Running", 3: "Removed", 4: "Completed", 5: "Held",
                 6: "Transferring Output", 7: "Suspended"}
 EXECUTABLE_NAME = "condor_exec.exe"

@@ -745,7 +745,4 @@ def _wrap_script(spec: JobSpec, env: Mapping[str, str], args: Sequence[str] | No
     lines += [f"export {k}={shlex.quote(v)}" for k, v in env.items()]
     if args is not None:
         lines.append("set -- " + " ".join(shlex.quote(a) for a in args))
-    body = spec.script
-    if body.startswith("#!"):
-        body = body.split("\n", 1)[1] if "\n" in body else ""
-    return "\n".join(lines) + "\n" + body + "\n"
+    return "\n".join(lines) + "\n" + spec.body + "\n"

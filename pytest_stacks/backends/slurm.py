@@ -231,7 +231,4 @@ def _wrap_script(spec: JobSpec) -> str:
     Exporting here rather than with ``--export=K=V`` keeps values with commas intact.
     """
     exports = "".join(f"export {k}={shlex.quote(v)}\n" for k, v in spec.env.items())
-    body = spec.script
-    if body.startswith("#!"):
-        body = body.split("\n", 1)[1] if "\n" in body else ""
-    return f"#!/bin/bash\n{exports}{body}\n"
+    return f"#!/bin/bash\n{exports}{spec.body}\n"
