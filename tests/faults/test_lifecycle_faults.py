@@ -242,3 +242,26 @@ def test_htcondor_token_is_private_never_printed_and_failures_carry_diagnostics(
     assert "JobStatus" in out and "ExitCode = 5" in out
     assert "captured-marker" in out
     assert "SchedLog" in out
+
+
+def test_ctrl_c_during_bring_up_leaves_nothing(tmp_path: Path) -> None:
+    """Interrupted while waiting for readiness: the half-started stack is still removed."""
+    manifest = _broken_manifest(
+        tmp_path, "ARG BASE_IMAGE\nFROM ${BASE_IMAGE}\n"
+                  "CMD [\"sh\", \"-c\", \"echo never-ready; sleep 600\"]\n", ready_timeout=300)
+    work = tmp_path / "proj"
+    cmd = [*_project(work, "def test_x(backend):\n    pass\n", manifest), "--stack=broken-slurm"]
+    proc = subprocess.Popen(cmd, cwd=work, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True, start_new_session=True)
+    deadline = time.monotonic() + 300
+    while not _resources(proc.pid):
+        if proc.poll() is not None or time.monotonic() > deadline:
+            out = proc.stdout.read() if proc.stdout else ""
+            proc.kill()
+            pytest.fail(f"the stack never started coming up:\n{out[-3000:]}")
+        time.sleep(0.2)
+    time.sleep(1)  # well inside the readiness wait
+    os.killpg(proc.pid, signal.SIGINT)
+    out, _ = proc.communicate(timeout=180)
+    assert proc.returncode != 0
+    assert _resources(proc.pid) == [], out[-3000:]
