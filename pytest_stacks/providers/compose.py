@@ -210,7 +210,8 @@ class ComposeProvider:
 
     def down(self, stack: Stack, info: dict[str, Any], ctx: RunContext) -> None:
         result = dockerutil.run_cli(
-            [*self._base_cmd(info), "down", "-v", "--remove-orphans", "--timeout", "5"],
+            # Ephemeral daemons: no state worth a graceful shutdown, so stop fast.
+            [*self._base_cmd(info), "down", "-v", "--remove-orphans", "--timeout", "1"],
             env=self._env(info), timeout=300)
         left = reaper.sweep_run(ctx.run_id, stack.name)
         if info.get("remove_image"):
