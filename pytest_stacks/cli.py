@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
+import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -57,10 +58,14 @@ def cmd_seed(args: argparse.Namespace) -> int:
 
 
 def cmd_reap(args: argparse.Namespace) -> int:
+    from pytest_stacks.lifecycle import reap_dead_run_dirs
     from pytest_stacks.providers import reaper
 
     reaped = reaper.reap_dead(dry_run=args.dry_run)
     verb = "would remove" if args.dry_run else "removed"
+    if not args.dry_run:
+        for folder in reap_dead_run_dirs():
+            print(f"removed the run directory of a dead run: {folder}")
     if not reaped:
         print("nothing to reap: no resources of dead runs")
     for run_id, counts in reaper.summary(reaped).items():
@@ -77,6 +82,10 @@ def _keep_ctx() -> RunContext:
     return RunContext(run_id, root / run_id, 0, KEEP_MARK)
 
 
+def _terminate(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
 def cmd_up(args: argparse.Namespace) -> int:
     from pytest_stacks.lifecycle import StackPool
 
@@ -86,12 +95,16 @@ def cmd_up(args: argparse.Namespace) -> int:
         raise StacksError(f"{args.name!r} matches {len(chosen)} stacks; name exactly one")
     [stack] = chosen
     pool = StackPool(_keep_ctx())
+    signal.signal(signal.SIGTERM, _terminate)
     try:
         attached = pool.acquire(stack)
     except BaseException:
         # Kept stacks are never reaped, so a failed or interrupted `up` cleans up itself.
-        pool.teardown({stack.name: stack})
-        shutil.rmtree(pool.ctx.run_dir, ignore_errors=True)
+        problems = pool.teardown({stack.name: stack})
+        for problem in problems:
+            print(f"pytest-stacks: {problem}", file=sys.stderr)
+        if not problems:
+            shutil.rmtree(pool.ctx.run_dir, ignore_errors=True)
         raise
     info = {k: v for k, v in attached.info.items() if k != "env"}
     pool.release()

@@ -52,6 +52,12 @@ def reap_dead_run_dirs() -> list[Path]:
     from pytest_stacks.providers.base import owner_alive
 
     removed = []
+    for folder in runs_root().iterdir():
+        # Folders of runs from before owner.json existed, or whose start was cut short.
+        if (folder.is_dir() and folder.name != "kept" and not (folder / "owner.json").exists()
+                and time.time() - folder.stat().st_mtime > 86400):
+            shutil.rmtree(folder, ignore_errors=True)
+            removed.append(folder)
     for owner_file in runs_root().glob("*/owner.json"):
         try:
             owner = json.loads(owner_file.read_text())
@@ -161,7 +167,11 @@ class StackPool:
                 continue
             if data.get("observed_version") != stack.version:
                 continue  # not proven, or built for another pin (a bump since `up`)
+            provider = provider_for(stack)
+            is_current = getattr(provider, "is_current", None)
             try:
+                if is_current is not None and not is_current(stack, data["info"]):
+                    continue  # its stack files or build args changed since `up`
                 attached = provider_for(stack).attach(stack, data["info"], self.ctx)
                 attached.client.versions()
                 attached.close()

@@ -19,7 +19,12 @@ from packaging.version import Version
 
 from pytest_stacks import hookspecs
 from pytest_stacks.contract import JobClient, JobHandle, JobSpec, SubmitResult
-from pytest_stacks.errors import InfrastructureError, ManifestError, UnknownStackError
+from pytest_stacks.errors import (
+    InfrastructureError,
+    ManifestError,
+    StacksError,
+    UnknownStackError,
+)
 from pytest_stacks.lifecycle import StackPool, new_run_id, runs_root
 from pytest_stacks.manifest import Manifest, Stack
 from pytest_stacks.manifest import load as load_manifest
@@ -51,8 +56,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="Stack to run against (repeatable; shell globs such as 'slurm-*'). "
                          "Default: the fake stacks.")
     group.addoption("--stack-manifest", default=None, metavar="PATH",
-                    help="Manifest to read (default: the 'stacks_manifest' ini option, "
-                         "else manifest.yaml in the rootdir).")
+                    help="Manifest to read (default: the 'stacks_manifest' ini option; with "
+                         "--stack/--stacks and no ini option, manifest.yaml in the rootdir).")
     group.addoption("--stacks", action="store_true", default=False,
                     help="List the stacks of the manifest and exit.")
     group.addoption("--stack-lane", choices=("pinned", "canary"), default="pinned",
@@ -149,7 +154,12 @@ def pytest_configure(config: pytest.Config) -> None:
         state.owner = False
     else:
         run_id = new_run_id()
-        ctx = RunContext.for_this_process(run_id, runs_root() / run_id, lane)
+        try:
+            root = runs_root()
+        except (StacksError, OSError) as exc:
+            raise pytest.UsageError(f"pytest-stacks: cannot use the run directory: {exc}") \
+                from None
+        ctx = RunContext.for_this_process(run_id, root / run_id, lane)
         _install_sigterm_handler(config)
     state.pool = StackPool(ctx)
     config.pluginmanager.register(_Tracker(state), "pytest-stacks-tracker")
@@ -209,6 +219,11 @@ def _signals_deferred() -> Generator[None, None, None]:
     try:
         yield
     finally:
+        # A Ctrl-C that arrived meanwhile has been answered by finishing teardown: consume it
+        # rather than let it interrupt the cleanup of the run directory that follows.
+        with contextlib.suppress(ValueError, OSError):
+            for signum in signal.sigpending() & mask:
+                signal.sigtimedwait([signum], 0)
         signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
@@ -369,7 +384,10 @@ def stack(request: pytest.FixtureRequest) -> Stack:
     if not isinstance(param, Stack):
         raise pytest.UsageError("pytest-stacks: no stack selected for this test")
     state = _state(request.config)
-    assert state.pool is not None
+    if state.pool is None or param not in state.selected:
+        raise pytest.UsageError(
+            f"pytest-stacks: stack {param.name!r} is not selected for this run; select it with "
+            f"--stack {param.name} instead of parametrizing 'stack' with it")
     # A test on a stack runs with the stack up and proven, even if it never submits a job:
     # otherwise a stack that cannot come up could count as having run tests.
     state.pool.acquire(param)

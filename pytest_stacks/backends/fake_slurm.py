@@ -206,6 +206,8 @@ class FakeSlurmHost:
         }
 
     def _squeue(self, argv: tuple[str, ...], user: str) -> CommandResult:
+        if "-t" in argv and argv.index("-t") + 1 >= len(argv):
+            return self._err(argv, "squeue: option requires an argument -- 't'\n")
         all_states = "-t" in argv and argv[argv.index("-t") + 1].lower() == "all"
         if "--json" in argv:
             if self._series < (21, 8):

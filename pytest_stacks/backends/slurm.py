@@ -110,7 +110,11 @@ class SlurmClient:
         # keeps it 0644, so the submit user gets "Permission denied" (seen on all versions).
         result = self._run("sacct", "-c", "-P", "-n", "--format=JobID,State,ExitCode",
                            "-j", ",".join(job_ids), user=self._completion_user, check=False)
-        jobs = parse.parse_sacct_c(result.stdout) if result.ok else {}
+        if not result.ok:
+            raise BackendCallError(
+                f"the completion log cannot be read (sacct -c, exit {result.returncode}): "
+                f"{(result.stderr or result.stdout).strip()[:300]}")
+        jobs = parse.parse_sacct_c(result.stdout)
         return {k: v for k, v in jobs.items() if k in job_ids}
 
     def completion_log(self, handles: Sequence[JobHandle]) -> list[JobStatus]:

@@ -131,26 +131,49 @@ class ComposeProvider:
             "image": upstream or f"pytest-stacks/{stack.backend}:{tag}",
             "remove_image": canary_build,
         }
-        if not upstream:
-            self._build(stack, info)
-        started = dockerutil.run_cli([*self._base_cmd(info), "up", "-d", "--no-build"],
-                                     env=self._env(info), timeout=stack.timeouts.up)
-        if started.returncode != 0:
-            raise InfrastructureError(
-                stack.name, f"`docker compose up` failed:\n{_tail(started.stderr)}",
-                self._compose_logs(info))
-        container = self._service_container(stack, info)
-        info["container"] = container.id
-        transport = DockerExecTransport(container)
-        adapter = compose_adapter(stack.backend)
         try:
-            adapter.wait_ready(transport, stack.timeouts.ready)
-        except TimeoutError as exc:
-            raise InfrastructureError(
-                stack.name, f"daemons not ready after {stack.timeouts.ready:.0f}s: {exc}",
-                self._logs(stack, info, transport)) from None
-        info.update(adapter.prepare(stack, transport, ctx.run_dir, ports))
-        return info
+            if not upstream:
+                self._build(stack, info)
+            started = dockerutil.run_cli([*self._base_cmd(info), "up", "-d", "--no-build"],
+                                         env=self._env(info), timeout=stack.timeouts.up)
+            if started.returncode != 0:
+                raise InfrastructureError(
+                    stack.name, f"`docker compose up` failed:\n{_tail(started.stderr)}",
+                    self._compose_logs(info))
+            container = self._service_container(stack, info)
+            info["container"] = container.id
+            transport = DockerExecTransport(container)
+            adapter = compose_adapter(stack.backend)
+            try:
+                adapter.wait_ready(transport, stack.timeouts.ready)
+            except TimeoutError as exc:
+                raise InfrastructureError(
+                    stack.name, f"daemons not ready after {stack.timeouts.ready:.0f}s: {exc}",
+                    self._logs(stack, info, transport)) from None
+            info.update(adapter.prepare(stack, transport, ctx.run_dir, ports))
+            return info
+        except BaseException:
+            if canary_build:
+                # The per-run canary image is removed by `down`, which a failed bring-up
+                # never reaches: take the half-started stack and the image away now.
+                reaper.sweep_run(ctx.run_id, stack.name)
+                dockerutil.run_cli(["rmi", "-f", info["image"]], timeout=120)
+            raise
+
+    def is_current(self, stack: Stack, info: dict[str, Any]) -> bool:
+        """Whether a running stack (kept by `pytest-stacks up`) was made from today's inputs:
+        same upstream image, or the same content tag (stack folder, build args, base image)."""
+        assert stack.compose is not None
+        if stack.image is not None:
+            return bool(info.get("image") == stack.image.reference)
+        if stack.base_image is None:
+            return False
+        for base in (stack.base_image.registry_reference, stack.base_image.seeded_reference):
+            if dockerutil.image_exists(base):
+                tag = images.content_tag(stack.compose.directory, stack.compose.build_args,
+                                         dockerutil.image_id(base))
+                return bool(info.get("image") == f"pytest-stacks/{stack.backend}:{tag}")
+        return False
 
     def _build(self, stack: Stack, info: dict[str, Any]) -> None:
         if dockerutil.image_exists(info["image"]):

@@ -67,6 +67,11 @@ def ensure_base_image(base: BaseImage) -> str:
         pulled = dockerutil.run_cli(["pull", "-q", pinned], timeout=600)
         if pulled.returncode == 0:
             return pinned
+        if base.digest:
+            # The registry answers but refuses the pin: a stale or wrong digest must be fixed,
+            # not silently replaced by an unpinned local seed.
+            raise ImageError(f"cannot pull the pinned base image {pinned}: "
+                             f"{pulled.stderr.strip()[-500:]}")
     seeded = base.seeded_reference
     if dockerutil.image_exists(seeded):
         return seeded
