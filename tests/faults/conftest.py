@@ -1,0 +1,17 @@
+"""Fault tests start pytest sessions as subprocesses: keep them hermetic."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+
+@pytest.fixture(autouse=True)
+def _private_run_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test's sessions get their own run root (TMPDIR), so a stack someone keeps with
+    `pytest-stacks up` on this machine is never borrowed by a lifecycle test. Docker labels,
+    which the reaper works from, are machine-wide either way."""
+    private = tmp_path / "tmpdir"
+    private.mkdir()
+    monkeypatch.setenv("TMPDIR", str(private))
