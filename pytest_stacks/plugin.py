@@ -115,7 +115,7 @@ def _manifest_requested(config: pytest.Config) -> bool:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "requires(*capabilities): run only on stacks that offer every capability; "
-                   "skipped with the missing ones named elsewhere.")
+                   "skipped elsewhere, with the missing capabilities named.")
     config.addinivalue_line(
         "markers", "stack_version(specifier, backend=None): run only where the stack's version "
                    "matches the PEP 440 specifier (and its backend, if given).")
