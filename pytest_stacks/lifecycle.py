@@ -28,7 +28,7 @@ from pytest_stacks.contract import JobSpec, JobState, submitted, wait_for
 from pytest_stacks.errors import InfrastructureError, StacksError
 from pytest_stacks.manifest import Stack
 from pytest_stacks.providers import provider_for
-from pytest_stacks.providers.base import Attached, RunContext
+from pytest_stacks.providers.base import Attached, RunContext, owner_alive
 
 
 def runs_root() -> Path:
@@ -49,8 +49,6 @@ def runs_root() -> Path:
 
 def reap_dead_run_dirs() -> list[Path]:
     """Remove run directories (and the tokens in them) left by runs whose owner is dead."""
-    from pytest_stacks.providers.base import owner_alive
-
     removed = []
     for folder in runs_root().iterdir():
         # Folders of runs from before owner.json existed, or whose start was cut short.
