@@ -11,7 +11,6 @@ Benchmarks print; tests never time. Needs a Docker engine and the stack images b
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shutil
@@ -25,10 +24,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from pytest_stacks import dockerutil  # noqa: E402
-from pytest_stacks.backends import compose_adapter  # noqa: E402
-from pytest_stacks.lifecycle import kept_root  # noqa: E402
+from pytest_stacks.lifecycle import RunDirectory, StackRecord, kept_root  # noqa: E402
 from pytest_stacks.manifest import load  # noqa: E402
-from pytest_stacks.providers import images  # noqa: E402
+from pytest_stacks.providers import images, stack_adapter  # noqa: E402
+from pytest_stacks.providers.base import RunContext, StackInfo  # noqa: E402
 from pytest_stacks.providers.compose import free_port  # noqa: E402
 from pytest_stacks.transports.docker_exec import DockerExecTransport  # noqa: E402
 
@@ -85,14 +84,13 @@ def by_hand(stack_name: str) -> tuple[float, float, float]:
         container = subprocess.run([*cmd, "ps", "-q", stack.compose.service], env=full_env,
                                    capture_output=True, text=True, check=True).stdout.strip()
         run_dir.mkdir(parents=True, exist_ok=True)
-        info = {"provider": "compose", "project": project, "files": [compose_file],
-                "env": env, "ports": ports, "image": f"pytest-stacks/{stack.backend}:{tag}",
-                "container": container}
+        info = StackInfo(provider="compose", project=project, files=(compose_file,), env=env,
+                         ports=ports, image=f"pytest-stacks/{stack.backend}:{tag}",
+                         container=container)
         transport = DockerExecTransport(dockerutil.client().containers.get(container))
-        info.update(compose_adapter(stack.backend).prepare(stack, transport, run_dir, ports))
-        (run_dir / f"{stack_name}.json").write_text(json.dumps(
-            {"stack": stack_name, "info": info, "observed_version": stack.version,
-             "client_version": "", "startup_s": 0.0}))
+        info.endpoints.update(stack_adapter(stack).prepare(stack, transport, run_dir, ports))
+        RunDirectory(RunContext(run_dir.name, run_dir, 0, "keep")).write_record(
+            StackRecord(stack_name, info, observed_version=stack.version))
         started = time.time()
         result = subprocess.run([PY, "-m", "pytest", "tests/contract", f"--stack={stack_name}",
                                  "-q"], cwd=ROOT, capture_output=True, text=True, check=False)

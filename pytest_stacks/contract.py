@@ -8,7 +8,6 @@ job, in order: a failure of one job is a value; an exception means the whole cal
 
 from __future__ import annotations
 
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -16,6 +15,7 @@ from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 from pytest_stacks.errors import BackendCallError
+from pytest_stacks.polling import poll_until
 
 
 class JobState(StrEnum):
@@ -172,18 +172,17 @@ def wait_for(
     Polls quickly at first and backs off to ``poll``: fast fakes are not slowed down, real
     schedulers are not hammered.
     """
-    deadline = time.monotonic() + timeout
-    delay = 0.01
-    while True:
+    def ask() -> list[JobStatus]:
         statuses = client.status(handles)
         if len(statuses) != len(handles):
             raise BackendCallError(f"status() answered {len(statuses)} results for "
                                    f"{len(handles)} handles: one result per job is the contract")
-        if all(s.state in until for s in statuses):
-            return statuses
-        if time.monotonic() >= deadline:
-            late = ", ".join(f"{s.handle.job_id}={s.state}({s.native_state})"
-                             for s in statuses if s.state not in until)
-            raise TimeoutError(f"jobs not in {sorted(until)} after {timeout:.0f}s: {late}")
-        time.sleep(min(delay, poll, max(0.0, deadline - time.monotonic())))
-        delay *= 2
+        return statuses
+
+    def late(statuses: list[JobStatus]) -> str:
+        stragglers = ", ".join(f"{s.handle.job_id}={s.state}({s.native_state})"
+                               for s in statuses if s.state not in until)
+        return f"jobs not in {sorted(until)} after {timeout:.0f}s: {stragglers}"
+
+    return poll_until(ask, lambda statuses: all(s.state in until for s in statuses),
+                      timeout=timeout, interval=poll, first_interval=0.01, on_timeout=late)

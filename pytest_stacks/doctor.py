@@ -11,13 +11,13 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from importlib.util import find_spec
 from pathlib import Path
 
 from pytest_stacks.manifest import Manifest, Stack
+from pytest_stacks.polling import poll_until
 
 FixFn = Callable[[], None]
 
@@ -71,12 +71,12 @@ def _start_engine() -> None:
         return
     log = open("/var/log/dockerd.log", "ab")  # noqa: SIM115 (kept open by the daemon)
     subprocess.Popen(["dockerd"], stdout=log, stderr=log, start_new_session=True)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if _engine_answers():
-            return
-        time.sleep(1)
-    raise RuntimeError("dockerd did not answer within 60 s; see /var/log/dockerd.log")
+    try:
+        poll_until(_engine_answers, bool, timeout=60, interval=1.0,
+                   on_timeout=lambda _: "dockerd did not answer within 60 s; see "
+                                        "/var/log/dockerd.log")
+    except TimeoutError as exc:
+        raise RuntimeError(str(exc)) from None
 
 
 def _compose_binary() -> Path | None:

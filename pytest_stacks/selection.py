@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-import difflib
 import fnmatch
 from collections.abc import Iterable, Sequence
 
-from packaging.specifiers import InvalidSpecifier, SpecifierSet
-
 from pytest_stacks.errors import UnknownStackError
 from pytest_stacks.manifest import Manifest, Stack
+from pytest_stacks.suggest import closest, did_you_mean
+from pytest_stacks.versions import parse_specifier
+
+__all__ = ["missing_capabilities", "parse_specifier", "select", "unknown_capabilities",
+           "unknown_stack_message", "version_matches"]
 
 
 def select(manifest: Manifest, patterns: Sequence[str]) -> list[Stack]:
@@ -19,7 +21,7 @@ def select(manifest: Manifest, patterns: Sequence[str]) -> list[Stack]:
     match something; a typo is a usage error, never an empty run.
     """
     if not patterns:
-        return [s for s in manifest.stacks if s.provider == "fake"]
+        return [s for s in manifest.stacks if s.is_fake]
     names = manifest.names()
     chosen: set[str] = set()
     for pattern in patterns:
@@ -34,8 +36,7 @@ def select(manifest: Manifest, patterns: Sequence[str]) -> list[Stack]:
 
 
 def unknown_stack_message(pattern: str, names: Sequence[str], manifest: Manifest) -> str:
-    close = difflib.get_close_matches(pattern, names, n=1, cutoff=0.5)
-    hint = f" Did you mean {close[0]!r}?" if close else ""
+    hint = did_you_mean(pattern, names, cutoff=0.5)
     return (f"unknown stack {pattern!r} (manifest: {manifest.path}).{hint}\n"
             f"Known stacks: {', '.join(names)}")
 
@@ -49,8 +50,7 @@ def unknown_capabilities(manifest: Manifest, named: Iterable[str]) -> list[tuple
     out = []
     for name in named:
         if name not in manifest.capabilities:
-            close = difflib.get_close_matches(name, list(manifest.capabilities), n=1, cutoff=0.6)
-            out.append((name, close[0] if close else None))
+            out.append((name, closest(name, manifest.capabilities)))
     return out
 
 
@@ -60,10 +60,3 @@ def version_matches(stack: Stack, specifier: str, backend: str | None = None) ->
         return False
     return stack.parsed_version in parse_specifier(specifier)
 
-
-def parse_specifier(specifier: str) -> SpecifierSet:
-    try:
-        return SpecifierSet(specifier)
-    except InvalidSpecifier as exc:
-        raise ValueError(f"{specifier!r} is not a PEP 440 version specifier "
-                         f"(e.g. '>=24.11', '<23.11,>=22.05'): {exc}") from None

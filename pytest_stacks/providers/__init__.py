@@ -1,44 +1,36 @@
-"""Providers: how a stack comes up and goes down (compose, kind, fake)."""
+"""Providers: how a stack comes up and goes down (compose, kind, fake), looked up in the
+registry by the stack's ``provider`` and ``backend``."""
 
 from __future__ import annotations
 
-from typing import Any, NoReturn
+from typing import cast
 
-from pytest_stacks import __version__
+from pytest_stacks import registry
 from pytest_stacks.errors import InfrastructureError
 from pytest_stacks.manifest import Stack
-from pytest_stacks.providers.base import Attached, Provider, RunContext
+from pytest_stacks.providers.base import FakeFactory, Provider, StackAdapter
 
 
 def provider_for(stack: Stack) -> Provider:
-    if stack.provider == "fake":
-        from pytest_stacks.providers.fake import FakeProvider
-        return FakeProvider()
-    if stack.provider == "compose":
-        from pytest_stacks.providers.compose import ComposeProvider
-        return ComposeProvider()
-    return _Unavailable(stack.provider)
+    spec = registry.PROVIDERS[stack.provider]
+    if spec.factory is None:
+        from pytest_stacks.providers.unavailable import Unavailable
+
+        return Unavailable(spec.name)
+    return cast(Provider, registry.resolve(spec.factory)())
 
 
-class _Unavailable:
-    """A provider the manifest format knows but this release does not implement (kind).
+def stack_adapter(stack: Stack) -> StackAdapter:
+    """The backend's container-stack adapter, or an infrastructure error saying there is none."""
+    target = registry.BACKENDS[stack.backend].stack_adapter
+    if target is None:
+        raise InfrastructureError(stack.name, f"pytest-stacks cannot run {stack.backend} "
+                                  f"stacks in containers yet. Select another stack.")
+    return cast(StackAdapter, registry.resolve(target)())
 
-    Its stacks fail as infrastructure errors that say so, never as a crash or a skip.
-    """
 
-    def __init__(self, name: str) -> None:
-        self._name = name
-
-    def _refuse(self, stack: Stack) -> NoReturn:
-        raise InfrastructureError(
-            stack.name, f"the {self._name!r} provider is not implemented in pytest-stacks "
-            f"{__version__}; this stack cannot be brought up. Select another stack.")
-
-    def up(self, stack: Stack, ctx: RunContext) -> dict[str, Any]:
-        self._refuse(stack)
-
-    def attach(self, stack: Stack, info: dict[str, Any], ctx: RunContext) -> Attached:
-        self._refuse(stack)
-
-    def down(self, stack: Stack, info: dict[str, Any], ctx: RunContext) -> None:
-        """Nothing was created."""
+def fake_factory(stack: Stack) -> FakeFactory:
+    target = registry.BACKENDS[stack.backend].fake
+    if target is None:
+        raise InfrastructureError(stack.name, f"no fake exists for backend {stack.backend!r}")
+    return cast(FakeFactory, registry.resolve(target))

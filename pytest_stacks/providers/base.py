@@ -1,61 +1,18 @@
-"""What every provider offers, and the per-run context it works in."""
+"""What every provider offers, the per-run context it works in, and the typed facts about a
+running stack that cross processes (:class:`StackInfo`)."""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from pytest_stacks.contract import JobClient
 from pytest_stacks.manifest import Stack
-
-LABEL_PREFIX = "io.pytest-stacks"
-LABEL_RUN = f"{LABEL_PREFIX}.run"
-LABEL_STACK = f"{LABEL_PREFIX}.stack"
-LABEL_OWNER_PID = f"{LABEL_PREFIX}.owner-pid"
-LABEL_OWNER_START = f"{LABEL_PREFIX}.owner-start"
-LABEL_OWNER_HOST = f"{LABEL_PREFIX}.owner-host"
-
-
-def process_start_time(pid: int) -> str:
-    """The kernel's start time of ``pid`` (clock ticks since boot), or "" if it is gone.
-
-    A pid alone can be reused; pid plus start time names one process for the life of the boot,
-    which is what the reaper needs to tell a dead run from a live one.
-    """
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii") as handle:
-            text = handle.read()
-    except OSError:
-        return ""
-    return text.rsplit(")", 1)[1].split()[19]
-
-
-def owner_alive(pid: int, start: str) -> bool:
-    """Whether the process that owns a run is still alive on this host.
-
-    With /proc, pid plus start time identifies it exactly (a reused pid has another start
-    time). Without /proc (macOS), only the pid can be checked, and a doubt counts as alive:
-    reaping a live run's stack is worse than leaving a dead one for later.
-    """
-    if start == "keep":
-        return True  # `pytest-stacks up`: kept until `pytest-stacks down`
-    if pid <= 0:
-        return False
-    current = process_start_time(pid)
-    if current:
-        return not start or current == start
-    if Path("/proc/self/stat").exists():
-        return False  # /proc works here and has no such process
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+from pytest_stacks.providers.labels import owner_labels, process_start_time
+from pytest_stacks.transports import Transport
 
 
 @dataclass(frozen=True)
@@ -72,33 +29,123 @@ class RunContext:
         return cls(run_id, run_dir, pid, process_start_time(pid), lane)
 
     def labels(self, stack: str) -> dict[str, str]:
-        return {
-            LABEL_RUN: self.run_id,
-            LABEL_STACK: stack,
-            LABEL_OWNER_PID: str(self.owner_pid),
-            LABEL_OWNER_START: self.owner_start,
-            LABEL_OWNER_HOST: os.uname().nodename,
-        }
+        return owner_labels(self.run_id, stack, self.owner_pid, self.owner_start)
+
+
+@dataclass
+class StackInfo:
+    """How any process of a run reaches one stack. Written to the run directory as JSON by the
+    process that brought the stack up, read back by every other one.
+
+    ``endpoints`` holds what the backend's adapter prepared (a collector address, a token
+    directory); ``env`` and ``files`` are the compose invocation and never shown to users.
+    """
+
+    provider: str
+    project: str = ""
+    files: tuple[str, ...] = ()
+    env: dict[str, str] = field(default_factory=dict)
+    ports: dict[str, int] = field(default_factory=dict)
+    image: str = ""
+    remove_image: bool = False
+    built: bool | None = None
+    build_s: float | None = None
+    container: str = ""
+    endpoints: dict[str, str] = field(default_factory=dict)
+    kept: bool = False
+    kept_run: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> StackInfo:
+        known = {f.name for f in fields(cls)}
+        unknown = set(data) - known
+        if unknown:
+            raise ValueError(f"unknown stack info field(s): {', '.join(sorted(unknown))}")
+        values = dict(data)
+        values["files"] = tuple(values.get("files", ()))
+        return cls(**values)
+
+    def public(self) -> dict[str, Any]:
+        """What users see (``stack_info`` fixture, ``pytest_stacks_backend`` hook): flat, and
+        without the compose invocation."""
+        shown: dict[str, Any] = {"provider": self.provider}
+        for name in ("project", "ports", "image", "container", "built", "build_s"):
+            value = getattr(self, name)
+            if value not in ("", {}, None):
+                shown[name] = value
+        if self.kept:
+            shown.update(kept=True, kept_run=self.kept_run)
+        shown.update(self.endpoints)
+        return shown
 
 
 @dataclass
 class Attached:
-    """A stack as one process uses it: the client, and how to read logs and let go."""
+    """A stack as one process uses it: the client, the proven versions, logs, and let go."""
 
     client: JobClient
-    info: dict[str, Any]
+    info: StackInfo
     logs: Callable[[], str]
     close: Callable[[], None] = field(default=lambda: None)
+    observed_version: str = ""
+    client_version: str = ""
+
+    def public_info(self) -> dict[str, Any]:
+        return {**self.info.public(), "observed_version": self.observed_version,
+                "client_version": self.client_version}
 
 
+@runtime_checkable
 class Provider(Protocol):
-    def up(self, stack: Stack, ctx: RunContext) -> dict[str, Any]:
-        """Bring the stack up and wait until its daemons serve. Returns JSON-able info that
-        any process of the run can attach with. Raises InfrastructureError."""
+    def up(self, stack: Stack, ctx: RunContext) -> StackInfo:
+        """Bring the stack up and wait until its daemons serve. Returns what any process of the
+        run can attach with. Raises InfrastructureError."""
         ...
 
-    def attach(self, stack: Stack, info: dict[str, Any], ctx: RunContext) -> Attached: ...
+    def attach(self, stack: Stack, info: StackInfo, ctx: RunContext) -> Attached: ...
 
-    def down(self, stack: Stack, info: dict[str, Any], ctx: RunContext) -> None:
+    def down(self, stack: Stack, info: StackInfo, ctx: RunContext) -> None:
         """Remove everything ``up`` created; raise InfrastructureError if that cannot be proven."""
         ...
+
+    def is_current(self, stack: Stack, info: StackInfo) -> bool:
+        """Whether a stack kept by ``pytest-stacks up`` was made from today's inputs, so a run
+        may borrow it."""
+        ...
+
+    def sweep_run(self, ctx: RunContext) -> list[str]:
+        """The teardown's safety net: remove what an interrupted bring-up of this run created
+        before it was recorded. Returns what could not be removed."""
+        ...
+
+
+@runtime_checkable
+class StackAdapter(Protocol):
+    """The backend's half of a container stack; the provider owns the lifecycle and adapters
+    never start or stop containers."""
+
+    def wait_ready(self, transport: Transport, timeout: float) -> None:
+        """Return once the daemons answer their own readiness query; raise TimeoutError."""
+        ...
+
+    def prepare(self, stack: Stack, transport: Transport, run_dir: Path,
+                ports: dict[str, int]) -> dict[str, str]:
+        """Per-run set-up after readiness (e.g. mint a token). Returns endpoints."""
+        ...
+
+    def client(self, stack: Stack, transport: Transport, endpoints: Mapping[str, str],
+               run_dir: Path) -> JobClient: ...
+
+    def daemon_logs(self, transport: Transport) -> str:
+        """The daemons' own logs, for failure reports."""
+        ...
+
+
+class FakeFactory(Protocol):
+    """Builds a backend's in-process double wired to its real driver: (client, logs, close)."""
+
+    def __call__(self, stack: Stack, run_dir: Path
+                 ) -> tuple[JobClient, Callable[[], str], Callable[[], None]]: ...

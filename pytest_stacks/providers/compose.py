@@ -22,11 +22,11 @@ from typing import Any
 import yaml
 
 from pytest_stacks import dockerutil
-from pytest_stacks.backends import compose_adapter
 from pytest_stacks.errors import InfrastructureError, StacksError
 from pytest_stacks.manifest import Stack
-from pytest_stacks.providers import images, reaper
-from pytest_stacks.providers.base import LABEL_STACK, Attached, RunContext
+from pytest_stacks.providers import images, reaper, stack_adapter
+from pytest_stacks.providers.base import Attached, RunContext, StackInfo
+from pytest_stacks.providers.labels import LABEL_STACK
 from pytest_stacks.transports.docker_exec import DockerExecTransport
 
 
@@ -72,30 +72,33 @@ def _failed_step(output: str) -> str:
     steps = re.findall(r"^#\d+ \[[^\]]+\] (.+)$|^Step \d+/\d+ : (.+)$", output, re.MULTILINE)
     if not steps:
         return "(step unknown)"
-    last = steps[-1][0] or steps[-1][1]
+    last: str = steps[-1][0] or steps[-1][1]
     return last[:200]
 
 
+def _upstream_reference(stack: Stack, ctx: RunContext) -> str:
+    """The upstream image a stack runs as is (no build), floating in the canary lane; "" if
+    the stack is built from its folder."""
+    if stack.image is None:
+        return ""
+    if ctx.lane == "canary" and stack.canary is not None and stack.canary.image_tag:
+        return f"{stack.image.name}:{stack.canary.image_tag}"  # floating: no digest
+    return stack.image.reference
+
+
 class ComposeProvider:
-    def _base_cmd(self, info: dict[str, Any]) -> list[str]:
-        cmd = ["compose", "-p", info["project"]]
-        for file in info["files"]:
+    def _base_cmd(self, info: StackInfo) -> list[str]:
+        cmd = ["compose", "-p", info.project]
+        for file in info.files:
             cmd += ["-f", file]
         return cmd
 
-    def _env(self, info: dict[str, Any]) -> dict[str, str]:
-        return {**os.environ, **info["env"]}
+    def _env(self, info: StackInfo) -> dict[str, str]:
+        return {**os.environ, **info.env}
 
-    def up(self, stack: Stack, ctx: RunContext) -> dict[str, Any]:
+    def up(self, stack: Stack, ctx: RunContext) -> StackInfo:
         assert stack.compose is not None
-        upstream = ""
-        if stack.image is not None:
-            tag = stack.image.tag
-            if ctx.lane == "canary" and stack.canary is not None and stack.canary.image_tag:
-                tag = stack.canary.image_tag  # floating: no digest
-                upstream = f"{stack.image.name}:{tag}"
-            else:
-                upstream = stack.image.reference
+        upstream = _upstream_reference(stack, ctx)
         try:
             dockerutil.client()
             reaper.reap_dead(keep_run=ctx.run_id)
@@ -104,7 +107,29 @@ class ComposeProvider:
                 images.ensure_image(upstream, refresh=ctx.lane == "canary")
         except StacksError as exc:
             raise InfrastructureError(stack.name, str(exc)) from None
+        info = self._plan(stack, ctx, base, upstream)
+        try:
+            if not upstream:
+                self._build(stack, info)
+            started = dockerutil.run_cli([*self._base_cmd(info), "up", "-d", "--no-build"],
+                                         env=self._env(info), timeout=stack.timeouts.up)
+            if started.returncode != 0:
+                raise InfrastructureError(
+                    stack.name, f"`docker compose up` failed:\n{_tail(started.stderr)}",
+                    self._compose_logs(info))
+            self._serve(stack, ctx, info)
+            return info
+        except BaseException:
+            if info.remove_image:
+                # The per-run canary image is removed by `down`, which a failed bring-up
+                # never reaches: take the half-started stack and the image away now.
+                reaper.sweep_run(ctx.run_id, stack.name)
+                dockerutil.run_cli(["rmi", "-f", info.image], timeout=120)
+            raise
 
+    def _plan(self, stack: Stack, ctx: RunContext, base: str, upstream: str) -> StackInfo:
+        """The compose invocation: project, files, ports, environment and image tag."""
+        assert stack.compose is not None
         build_args = dict(stack.compose.build_args)
         if ctx.lane == "canary" and stack.canary is not None:
             build_args.update(stack.canary.build_args)
@@ -122,85 +147,67 @@ class ComposeProvider:
             env["BASE_IMAGE"] = base
         if upstream:
             env["UPSTREAM_IMAGE"] = upstream
-        info: dict[str, Any] = {
-            "provider": "compose",
-            "project": project_name(stack, ctx),
-            "files": [str(_compose_file(stack)), str(_override(stack, ctx, ctx.run_dir))],
-            "env": env,
-            "ports": ports,
-            "image": upstream or f"pytest-stacks/{stack.backend}:{tag}",
-            "remove_image": canary_build,
-        }
-        try:
-            if not upstream:
-                self._build(stack, info)
-            started = dockerutil.run_cli([*self._base_cmd(info), "up", "-d", "--no-build"],
-                                         env=self._env(info), timeout=stack.timeouts.up)
-            if started.returncode != 0:
-                raise InfrastructureError(
-                    stack.name, f"`docker compose up` failed:\n{_tail(started.stderr)}",
-                    self._compose_logs(info))
-            container = self._service_container(stack, info)
-            info["container"] = container.id
-            transport = DockerExecTransport(container)
-            adapter = compose_adapter(stack.backend)
-            try:
-                adapter.wait_ready(transport, stack.timeouts.ready)
-            except TimeoutError as exc:
-                raise InfrastructureError(
-                    stack.name, f"daemons not ready after {stack.timeouts.ready:.0f}s: {exc}",
-                    self._logs(stack, info, transport)) from None
-            info.update(adapter.prepare(stack, transport, ctx.run_dir, ports))
-            return info
-        except BaseException:
-            if canary_build:
-                # The per-run canary image is removed by `down`, which a failed bring-up
-                # never reaches: take the half-started stack and the image away now.
-                reaper.sweep_run(ctx.run_id, stack.name)
-                dockerutil.run_cli(["rmi", "-f", info["image"]], timeout=120)
-            raise
+        return StackInfo(
+            provider="compose", project=project_name(stack, ctx),
+            files=(str(_compose_file(stack)), str(_override(stack, ctx, ctx.run_dir))),
+            env=env, ports=ports, image=upstream or f"pytest-stacks/{stack.backend}:{tag}",
+            remove_image=canary_build)
 
-    def is_current(self, stack: Stack, info: dict[str, Any]) -> bool:
+    def _serve(self, stack: Stack, ctx: RunContext, info: StackInfo) -> None:
+        """Wait for the backend's own readiness answer, then prepare the run (tokens)."""
+        container = self._service_container(stack, info)
+        info.container = container.id
+        transport = DockerExecTransport(container)
+        adapter = stack_adapter(stack)
+        try:
+            adapter.wait_ready(transport, stack.timeouts.ready)
+        except TimeoutError as exc:
+            raise InfrastructureError(
+                stack.name, f"daemons not ready after {stack.timeouts.ready:.0f}s: {exc}",
+                self._logs(stack, info, transport)) from None
+        info.endpoints.update(adapter.prepare(stack, transport, ctx.run_dir, info.ports))
+
+    def is_current(self, stack: Stack, info: StackInfo) -> bool:
         """Whether a running stack (kept by `pytest-stacks up`) was made from today's inputs:
         same upstream image, or the same content tag (stack folder, build args, base image)."""
         assert stack.compose is not None
         if stack.image is not None:
-            return bool(info.get("image") == stack.image.reference)
+            return info.image == stack.image.reference
         if stack.base_image is None:
             return False
         for base in (stack.base_image.registry_reference, stack.base_image.seeded_reference):
             if dockerutil.image_exists(base):
                 tag = images.content_tag(stack.compose.directory, stack.compose.build_args,
                                          dockerutil.image_id(base))
-                return bool(info.get("image") == f"pytest-stacks/{stack.backend}:{tag}")
+                return info.image == f"pytest-stacks/{stack.backend}:{tag}"
         return False
 
-    def _build(self, stack: Stack, info: dict[str, Any]) -> None:
-        if dockerutil.image_exists(info["image"]):
-            info["built"] = False  # content tag unchanged: nothing to rebuild
+    def _build(self, stack: Stack, info: StackInfo) -> None:
+        if dockerutil.image_exists(info.image):
+            info.built = False  # content tag unchanged: nothing to rebuild
             return
         started = time.monotonic()
-        extra = ["--no-cache"] if info.get("remove_image") else []
+        extra = ["--no-cache"] if info.remove_image else []
         result = dockerutil.run_cli([*self._base_cmd(info), "build", *extra],
                                     env=self._env(info), timeout=stack.timeouts.build)
         # Compose 2.40 with the classic builder of engine 20.10 exits 0 after a failed build
         # (seen here), so success is the image existing, not the exit code.
-        if result.returncode != 0 or not dockerutil.image_exists(info["image"]):
+        if result.returncode != 0 or not dockerutil.image_exists(info.image):
             output = result.stdout + "\n" + result.stderr
             raise InfrastructureError(
                 stack.name, f"image build failed at step: {_failed_step(output)}\n"
                 f"last lines of the build log:\n{_tail(output)}")
-        info["built"] = True
-        info["build_s"] = round(time.monotonic() - started, 1)
+        info.built = True
+        info.build_s = round(time.monotonic() - started, 1)
 
-    def _service_container(self, stack: Stack, info: dict[str, Any]) -> Any:
+    def _service_container(self, stack: Stack, info: StackInfo) -> Any:
         assert stack.compose is not None
         found = dockerutil.client().containers.list(all=True, filters={"label": [
-            f"com.docker.compose.project={info['project']}",
+            f"com.docker.compose.project={info.project}",
             f"com.docker.compose.service={stack.compose.service}"]})
         if not found:
             raise InfrastructureError(stack.name, f"service {stack.compose.service!r} has no "
-                                      f"container in project {info['project']}",
+                                      f"container in project {info.project}",
                                       self._compose_logs(info))
         container = found[0]
         if container.status != "running":
@@ -208,39 +215,39 @@ class ComposeProvider:
                                       f"{container.status}", self._compose_logs(info))
         return container
 
-    def _compose_logs(self, info: dict[str, Any]) -> str:
+    def _compose_logs(self, info: StackInfo) -> str:
         logs = dockerutil.run_cli([*self._base_cmd(info), "logs", "--no-color", "--tail", "100"],
                                   env=self._env(info), timeout=60)
         return logs.stdout + logs.stderr
 
-    def _logs(self, stack: Stack, info: dict[str, Any], transport: DockerExecTransport) -> str:
-        parts = [f"== docker compose logs ({info['project']})\n{self._compose_logs(info)}"]
+    def _logs(self, stack: Stack, info: StackInfo, transport: DockerExecTransport) -> str:
+        parts = [f"== docker compose logs ({info.project})\n{self._compose_logs(info)}"]
         try:
-            parts.append(compose_adapter(stack.backend).daemon_logs(transport))
+            parts.append(stack_adapter(stack).daemon_logs(transport))
         except Exception as exc:  # the container may be gone; say so rather than fail
             parts.append(f"(daemon logs unavailable: {exc})")
         return "\n".join(parts)
 
-    def attach(self, stack: Stack, info: dict[str, Any], ctx: RunContext) -> Attached:
+    def attach(self, stack: Stack, info: StackInfo, ctx: RunContext) -> Attached:
         try:
-            container = dockerutil.client().containers.get(info["container"])
+            container = dockerutil.client().containers.get(info.container)
         except Exception as exc:
             raise InfrastructureError(stack.name, f"stack container is gone: {exc}") from None
         transport = DockerExecTransport(container)
-        client = compose_adapter(stack.backend).client(stack, transport, info, ctx.run_dir)
-        return Attached(client, dict(info), lambda: self._logs(stack, info, transport),
+        client = stack_adapter(stack).client(stack, transport, info.endpoints, ctx.run_dir)
+        return Attached(client, info, lambda: self._logs(stack, info, transport),
                         client.close)
 
-    def down(self, stack: Stack, info: dict[str, Any], ctx: RunContext) -> None:
+    def down(self, stack: Stack, info: StackInfo, ctx: RunContext) -> None:
         result = dockerutil.run_cli(
             # Ephemeral daemons: no state worth a graceful shutdown, so stop fast.
             [*self._base_cmd(info), "down", "-v", "--remove-orphans", "--timeout", "1"],
             env=self._env(info), timeout=300)
         left = reaper.sweep_run(ctx.run_id, stack.name)
-        if info.get("remove_image"):
-            removed = dockerutil.run_cli(["rmi", "-f", info["image"]], timeout=120)
+        if info.remove_image:
+            removed = dockerutil.run_cli(["rmi", "-f", info.image], timeout=120)
             if removed.returncode != 0 and "No such image" not in removed.stderr:
-                left.append(f"canary image {info['image']}: {removed.stderr.strip()}")
+                left.append(f"canary image {info.image}: {removed.stderr.strip()}")
         remaining = [r for r in reaper.inventory(ctx.run_id).values()
                      if any(c.labels.get(LABEL_STACK) == stack.name for c in r.containers)]
         if left or remaining:
@@ -248,3 +255,7 @@ class ComposeProvider:
                 stack.name, "teardown could not remove everything: "
                 + "; ".join(left or ["containers remain"])
                 + (f"\ncompose down said: {_tail(result.stderr)}" if result.returncode else ""))
+
+    def sweep_run(self, ctx: RunContext) -> list[str]:
+        return reaper.sweep_run(ctx.run_id)
+

@@ -1,36 +1,30 @@
-"""The ``fake`` provider: in-process doubles, one per process, nothing outside it to clean."""
+"""The ``fake`` provider: in-process doubles, one per process, nothing outside it to clean.
+
+Each backend's double is built by its own factory (named in the registry) and driven by the
+real driver through the same seam as the real daemons.
+"""
 
 from __future__ import annotations
 
-from typing import Any
-
-from pytest_stacks.backends.fake_slurm import FakeSlurmHost
-from pytest_stacks.backends.slurm import SlurmClient
-from pytest_stacks.errors import InfrastructureError
 from pytest_stacks.manifest import Stack
-from pytest_stacks.providers.base import Attached, RunContext
+from pytest_stacks.providers import fake_factory
+from pytest_stacks.providers.base import Attached, RunContext, StackInfo
 
 
 class FakeProvider:
-    def up(self, stack: Stack, ctx: RunContext) -> dict[str, Any]:
-        if stack.backend not in ("slurm", "htcondor"):
-            raise InfrastructureError(stack.name, f"no fake exists for backend {stack.backend!r}")
-        return {"provider": "fake"}
+    def up(self, stack: Stack, ctx: RunContext) -> StackInfo:
+        fake_factory(stack)  # no fake for the backend: an infrastructure error now, not later
+        return StackInfo(provider="fake")
 
-    def attach(self, stack: Stack, info: dict[str, Any], ctx: RunContext) -> Attached:
-        if stack.backend == "slurm":
-            host = FakeSlurmHost(stack.version,
-                                 min_job_age=float(stack.options.get("min_job_age", 1.0)))
-            return Attached(SlurmClient(host, stack.name), info, host.daemon_log, host.close)
-        from pytest_stacks.backends.fake_htcondor import FakeSchedd
-        from pytest_stacks.backends.htcondor import HTCondorClient
+    def attach(self, stack: Stack, info: StackInfo, ctx: RunContext) -> Attached:
+        client, logs, close = fake_factory(stack)(stack, ctx.run_dir)
+        return Attached(client, info, logs, close)
 
-        schedd = FakeSchedd(
-            stack.version,
-            client_version=str(stack.options.get("client_version", "25.14.1")),
-            periodic_expr_interval=float(stack.options.get("periodic_expr_interval", 0.2)))
-        client = HTCondorClient.for_fake(schedd, stack, ctx.run_dir)
-        return Attached(client, info, schedd.daemon_log, schedd.close)
-
-    def down(self, stack: Stack, info: dict[str, Any], ctx: RunContext) -> None:
+    def down(self, stack: Stack, info: StackInfo, ctx: RunContext) -> None:
         """Each process closes its own double when it lets go; nothing is shared."""
+
+    def is_current(self, stack: Stack, info: StackInfo) -> bool:
+        return False  # an in-process double is never borrowed from another run
+
+    def sweep_run(self, ctx: RunContext) -> list[str]:
+        return []

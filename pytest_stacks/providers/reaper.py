@@ -10,18 +10,22 @@ from __future__ import annotations
 import contextlib
 import os
 from collections import defaultdict
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from docker.errors import NotFound
+
 from pytest_stacks import dockerutil
-from pytest_stacks.providers.base import (
+from pytest_stacks.providers.labels import (
+    KEEP_MARK,
     LABEL_OWNER_HOST,
     LABEL_OWNER_PID,
     LABEL_OWNER_START,
     LABEL_RUN,
     LABEL_STACK,
 )
-from pytest_stacks.providers.base import owner_alive as process_alive
+from pytest_stacks.providers.labels import owner_alive as process_alive
 
 
 @dataclass
@@ -38,7 +42,7 @@ class RunResources:
 
 
 def owner_alive(labels: dict[str, str]) -> bool:
-    if labels.get(LABEL_OWNER_START) == "keep":
+    if labels.get(LABEL_OWNER_START) == KEEP_MARK:
         return True  # `pytest-stacks up`: kept until `pytest-stacks down`
     if labels.get(LABEL_OWNER_HOST, os.uname().nodename) != os.uname().nodename:
         return True  # another host's run (shared engine): not ours to judge
@@ -73,24 +77,26 @@ def remove(resources: RunResources) -> list[str]:
     """Remove containers, then networks, then volumes. Returns what could not be removed."""
     left: list[str] = []
     for container in resources.containers:
-        try:
+        with _gone_is_fine(f"container {container.name}", left):
             container.remove(force=True, v=True)
-        except Exception as exc:
-            if "No such container" not in str(exc) and "404" not in str(exc):
-                left.append(f"container {container.name}: {exc}")
     for network in resources.networks:
-        try:
+        with _gone_is_fine(f"network {network.name}", left):
             network.remove()
-        except Exception as exc:
-            if "not found" not in str(exc).lower() and "404" not in str(exc):
-                left.append(f"network {network.name}: {exc}")
     for volume in resources.volumes:
-        try:
+        with _gone_is_fine(f"volume {volume.name}", left):
             volume.remove(force=True)
-        except Exception as exc:
-            if "no such volume" not in str(exc).lower() and "404" not in str(exc):
-                left.append(f"volume {volume.name}: {exc}")
     return left
+
+
+@contextlib.contextmanager
+def _gone_is_fine(what: str, left: list[str]) -> Iterator[None]:
+    """Already gone is what removal wanted; any other refusal is recorded, not raised."""
+    try:
+        yield
+    except NotFound:
+        pass
+    except Exception as exc:
+        left.append(f"{what}: {exc}")
 
 
 def reap_dead(*, dry_run: bool = False, keep_run: str | None = None

@@ -16,7 +16,8 @@ from typing import Any
 
 import pytest
 
-from pytest_stacks.backends.htcondor import ONE_SHOT_SINCE, version_tuple
+from pytest_stacks.backends.htcondor.api import version_tuple
+from pytest_stacks.backends.htcondor.driver import ONE_SHOT_SINCE
 from pytest_stacks.contract import JobClient, JobSpec, JobState, submitted, wait_for
 from pytest_stacks.manifest import Stack
 

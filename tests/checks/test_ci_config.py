@@ -30,7 +30,7 @@ import pytest
 import yaml
 from filelock import FileLock
 
-from pytest_stacks import matrix
+from pytest_stacks import ci as matrix
 from pytest_stacks.manifest import load, loads
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -268,7 +268,7 @@ def _compare(found: set[tuple[str, str, str]], expected: set[tuple[str, str, str
         f"{what}: Renovate's extraction and the declared pins differ.\n"
         f"  declared but not extracted (untracked pins): {missing}\n"
         f"  extracted but not declared: {extra}\n"
-        f"See the pin conventions in pytest_stacks/matrix.py and renovate.json.")
+        f"See the pin conventions in pytest_stacks/ci/pins.py and renovate.json.")
 
 
 # ---------------------------------------------------------------- Renovate

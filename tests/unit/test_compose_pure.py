@@ -6,15 +6,15 @@ import os
 from pathlib import Path
 
 from pytest_stacks.providers import reaper
-from pytest_stacks.providers.base import (
+from pytest_stacks.providers.base import RunContext
+from pytest_stacks.providers.compose import _failed_step
+from pytest_stacks.providers.images import content_tag
+from pytest_stacks.providers.labels import (
     LABEL_OWNER_HOST,
     LABEL_OWNER_PID,
     LABEL_OWNER_START,
-    RunContext,
     process_start_time,
 )
-from pytest_stacks.providers.compose import _failed_step
-from pytest_stacks.providers.images import content_tag
 
 
 def _folder(tmp_path: Path) -> Path:

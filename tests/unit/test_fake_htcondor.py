@@ -9,12 +9,9 @@ from typing import Any
 
 import pytest
 
-from pytest_stacks.backends.fake_htcondor import Expr, FakeSchedd
-from pytest_stacks.backends.htcondor import (
-    NEW_LEAVE_IN_QUEUE,
-    OLD_LEAVE_IN_QUEUE,
-    ScheddError,
-)
+from pytest_stacks.backends.htcondor.api import ScheddError
+from pytest_stacks.backends.htcondor.driver import NEW_LEAVE_IN_QUEUE, OLD_LEAVE_IN_QUEUE
+from pytest_stacks.backends.htcondor.fake import Expr, FakeSchedd
 
 INTERVAL = 0.03
 REMOVED_LINGER = 0.02

@@ -10,12 +10,12 @@ from typing import Any
 
 import pytest
 
-from pytest_stacks.backends.fake_htcondor import FakeSchedd
-from pytest_stacks.backends.htcondor import (
+from pytest_stacks.backends.htcondor.driver import (
     NEW_LEAVE_IN_QUEUE,
     OLD_LEAVE_IN_QUEUE,
     HTCondorClient,
 )
+from pytest_stacks.backends.htcondor.fake import FakeSchedd
 from pytest_stacks.contract import JobHandle, JobSpec, JobState, submitted, wait_for
 from pytest_stacks.errors import BackendCallError
 
@@ -243,7 +243,7 @@ class _StubTransport:
 def test_adapter_prepare_ready_version_and_logs(tmp_path: Path) -> None:
     import stat
 
-    from pytest_stacks.backends.htcondor_stack import (
+    from pytest_stacks.backends.htcondor.adapter import (
         HTCondorComposeAdapter,
         is_ready,
         observed_version,

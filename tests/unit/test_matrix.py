@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_stacks import matrix
+from pytest_stacks import ci as matrix
 from pytest_stacks.manifest import Manifest, load, loads
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_stacks.backends import slurm_parse as parse
+from pytest_stacks.backends.slurm import parse
 from pytest_stacks.contract import JobState
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "slurm"

@@ -14,7 +14,7 @@ import uuid
 from collections.abc import Sequence
 from pathlib import Path
 
-from pytest_stacks.backends import slurm_parse as parse
+from pytest_stacks.backends.slurm import parse
 from pytest_stacks.contract import (
     ActionResult,
     JobHandle,

@@ -5,6 +5,9 @@ the startd Ready), which is what HTCondor's test framework uses. Per run, an IDT
 submit user is minted inside the container and written to a private directory under
 ``run_dir``; the client on the host reaches the pool through the published shared port with it.
 The token is never printed or logged.
+
+:func:`fake_client` is the fake provider's counterpart: the same driver over the in-process
+schedd.
 """
 
 from __future__ import annotations
@@ -13,13 +16,15 @@ import os
 import re
 import shlex
 import time
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
 
-from pytest_stacks.backends.htcondor import HTCondorClient, parse_condor_version
+from pytest_stacks.backends.htcondor.api import parse_condor_version
+from pytest_stacks.backends.htcondor.driver import HTCondorClient
 from pytest_stacks.contract import JobClient
 from pytest_stacks.errors import InfrastructureError
 from pytest_stacks.manifest import Stack
+from pytest_stacks.polling import poll_until
 from pytest_stacks.transports import Transport
 
 READY_EXPRESSION = 'IsReady && STARTD_State =?= "Ready"'
@@ -52,23 +57,22 @@ class HTCondorComposeAdapter:
         # condor_who -wait exits 0 even when the condition timed out (and prints nothing
         # before the master is up), so the printed ad is what counts (seen on 23.9.6).
         deadline = time.monotonic() + timeout
-        last = ""
-        while True:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise TimeoutError(
-                    f"HTCondor not ready after {timeout:.0f}s (condor_who -wait on "
-                    f"{READY_EXPRESSION!r}); last answer: {last.strip()[-500:] or '(none)'}")
-            wait = max(1, min(int(remaining), 60))
+
+        def ask() -> str:
+            wait = max(1, min(int(deadline - time.monotonic()), 60))
             result = transport.run(["condor_who", f"-wait:{wait}", READY_EXPRESSION],
                                    user="root", timeout=wait + 15)
             if is_ready(result.stdout):
-                return
-            last = (result.stdout + result.stderr) or f"exit {result.returncode}"
-            time.sleep(min(1.0, max(0.0, deadline - time.monotonic())))
+                return ""
+            return (result.stdout + result.stderr) or f"exit {result.returncode}"
+
+        poll_until(ask, lambda last: last == "", timeout=timeout, interval=1.0,
+                   on_timeout=lambda last: (
+                       f"HTCondor not ready after {timeout:.0f}s (condor_who -wait on "
+                       f"{READY_EXPRESSION!r}); last answer: {last.strip()[-500:] or '(none)'}"))
 
     def prepare(self, stack: Stack, transport: Transport, run_dir: Path,
-                ports: dict[str, int]) -> dict[str, Any]:
+                ports: dict[str, int]) -> dict[str, str]:
         if "CONDOR_PORT" not in ports:
             raise InfrastructureError(stack.name, "no CONDOR_PORT was published for the stack")
         user = str(stack.options.get("submit_user", "submitter"))
@@ -94,10 +98,10 @@ class HTCondorComposeAdapter:
         return {"collector": f"127.0.0.1:{int(ports['CONDOR_PORT'])}",
                 "token_dir": str(token_dir)}
 
-    def client(self, stack: Stack, transport: Transport, info: dict[str, Any],
+    def client(self, stack: Stack, transport: Transport, endpoints: Mapping[str, str],
                run_dir: Path) -> JobClient:
-        return HTCondorClient.for_pool(stack, str(info["collector"]), Path(info["token_dir"]),
-                                       Path(run_dir))
+        return HTCondorClient.for_pool(stack, endpoints["collector"],
+                                       Path(endpoints["token_dir"]), Path(run_dir))
 
     def daemon_logs(self, transport: Transport) -> str:
         names = " ".join(DAEMON_LOGS)
@@ -106,3 +110,17 @@ class HTCondorComposeAdapter:
         result = transport.run(["sh", "-c", script], user="root")
         return result.stdout + (f"\n(log collection: {result.stderr.strip()})"
                                 if result.stderr.strip() else "")
+
+
+def fake_client(stack: Stack, run_dir: Path,
+                ) -> tuple[JobClient, Callable[[], str], Callable[[], None]]:
+    """The real driver over an in-process schedd: (client, daemon log reader, close)."""
+    # Imported here: the compose lane never needs the double.
+    from pytest_stacks.backends.htcondor.fake import FakeSchedd
+
+    schedd = FakeSchedd(
+        stack.version,
+        client_version=str(stack.options.get("client_version", "25.14.1")),
+        periodic_expr_interval=float(stack.options.get("periodic_expr_interval", 0.2)))
+    client = HTCondorClient.for_fake(schedd, stack, run_dir)
+    return client, schedd.daemon_log, schedd.close

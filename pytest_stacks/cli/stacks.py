@@ -1,23 +1,18 @@
-"""``pytest-stacks``: a thin command line over the same library the plugin uses."""
+"""The stack commands: list, show, doctor, seed, reap, up, down, logs."""
 
 from __future__ import annotations
 
 import argparse
 import json
-import shutil
-import signal
 import sys
-from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
-from pytest_stacks import report
-from pytest_stacks.errors import InfrastructureError, ManifestError, StacksError
+from pytest_stacks import signals, tables
+from pytest_stacks.errors import StacksError
 from pytest_stacks.manifest import Manifest
 from pytest_stacks.manifest import load as load_manifest
-from pytest_stacks.providers.base import RunContext
 from pytest_stacks.selection import select, unknown_stack_message
-
-KEEP_MARK = "keep"
 
 
 def _manifest(args: argparse.Namespace) -> Manifest:
@@ -25,7 +20,7 @@ def _manifest(args: argparse.Namespace) -> Manifest:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    print(report.stacks_table(_manifest(args)))
+    print(tables.stacks_table(_manifest(args)))
     return 0
 
 
@@ -33,7 +28,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     manifest = _manifest(args)
     if args.name not in manifest.names():
         raise StacksError(unknown_stack_message(args.name, manifest.names(), manifest))
-    print(report.stack_details(manifest.get(args.name)))
+    print(tables.stack_details(manifest.get(args.name)))
     return 0
 
 
@@ -73,50 +68,48 @@ def cmd_reap(args: argparse.Namespace) -> int:
     return 0
 
 
-def _keep_ctx() -> RunContext:
-    from pytest_stacks.lifecycle import kept_root, new_run_id
-
-    run_id = new_run_id()
-    root = kept_root()
-    # owner_pid 0 with start "keep": the reaper leaves a kept stack alone until `down`.
-    return RunContext(run_id, root / run_id, 0, KEEP_MARK)
-
-
-def _terminate(signum: int, frame: object) -> None:
-    raise KeyboardInterrupt(f"signal {signum}")
-
-
 def cmd_up(args: argparse.Namespace) -> int:
-    from pytest_stacks.lifecycle import StackPool
+    from pytest_stacks.lifecycle import StackPool, kept_root, new_run_id
+    from pytest_stacks.providers.base import RunContext
+    from pytest_stacks.providers.labels import KEEP_MARK
 
     manifest = _manifest(args)
     chosen = select(manifest, [args.name])
     if len(chosen) != 1:
         raise StacksError(f"{args.name!r} matches {len(chosen)} stacks; name exactly one")
     [stack] = chosen
-    pool = StackPool(_keep_ctx())
-    signal.signal(signal.SIGTERM, _terminate)
+    run_id = new_run_id()
+    # owner_pid 0 with the keep mark: the reaper leaves a kept stack alone until `down`.
+    pool = StackPool(RunContext(run_id, kept_root() / run_id, 0, KEEP_MARK))
+    previous = signals.sigterm_as_interrupt()
     try:
         attached = pool.acquire(stack)
     except BaseException:
         # Kept stacks are never reaped, so a failed or interrupted `up` cleans up itself.
-        problems = pool.teardown({stack.name: stack})
+        with signals.deferred():
+            problems = pool.teardown({stack.name: stack})
         for problem in problems:
             print(f"pytest-stacks: {problem}", file=sys.stderr)
         if not problems:
-            shutil.rmtree(pool.ctx.run_dir, ignore_errors=True)
+            pool.run_dir.remove()
         raise
-    info = {k: v for k, v in attached.info.items() if k != "env"}
+    finally:
+        signals.restore(previous)
+    shown: dict[str, Any] = {"stack": stack.name, "run_dir": str(pool.ctx.run_dir),
+                             **attached.public_info()}
     pool.release()
-    print(json.dumps({"stack": stack.name, "run_dir": str(pool.ctx.run_dir), **info}, indent=2))
+    print(json.dumps(shown, indent=2))
     print(f"\n{stack.name} is up and kept. Stop it with: pytest-stacks down {stack.name}",
           file=sys.stderr)
     return 0
 
 
 def cmd_down(args: argparse.Namespace) -> int:
+    import shutil
+
+    from pytest_stacks.lifecycle import kept_root
     from pytest_stacks.providers import reaper
-    from pytest_stacks.providers.base import LABEL_OWNER_START, LABEL_STACK
+    from pytest_stacks.providers.labels import KEEP_MARK, LABEL_OWNER_START, LABEL_STACK
 
     removed = 0
     for run_id, resources in reaper.inventory().items():
@@ -125,8 +118,6 @@ def cmd_down(args: argparse.Namespace) -> int:
         if resources.labels.get(LABEL_OWNER_START) != KEEP_MARK and not args.force:
             continue
         left = reaper.remove(resources)
-        from pytest_stacks.lifecycle import kept_root
-
         shutil.rmtree(kept_root() / run_id, ignore_errors=True)
         removed += resources.count
         for problem in left:
@@ -139,7 +130,7 @@ def cmd_down(args: argparse.Namespace) -> int:
 
 def cmd_logs(args: argparse.Namespace) -> int:
     from pytest_stacks import dockerutil
-    from pytest_stacks.providers.base import LABEL_STACK
+    from pytest_stacks.providers.labels import LABEL_STACK
 
     containers = dockerutil.client().containers.list(
         all=True, filters={"label": f"{LABEL_STACK}={args.name}"})
@@ -152,11 +143,7 @@ def cmd_logs(args: argparse.Namespace) -> int:
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="pytest-stacks", description=__doc__)
-    parser.add_argument("--manifest", default="manifest.yaml",
-                        help="manifest path (default: ./manifest.yaml)")
-    sub = parser.add_subparsers(dest="command", required=True)
+def register(sub: Any) -> None:
     sub.add_parser("list", help="table of the manifest's stacks").set_defaults(func=cmd_list)
     show = sub.add_parser("show", help="one stack in full")
     show.add_argument("name")
@@ -184,37 +171,3 @@ def build_parser() -> argparse.ArgumentParser:
     logs.add_argument("name")
     logs.add_argument("--tail", type=int, default=200)
     logs.set_defaults(func=cmd_logs)
-    try:
-        from pytest_stacks import matrix
-    except ImportError:
-        pass
-    else:
-        matrix.register_cli(sub)
-    return parser
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    try:
-        return int(args.func(args))
-    except ManifestError as exc:
-        print(f"pytest-stacks: invalid manifest:\n{exc}", file=sys.stderr)
-        return 2
-    except InfrastructureError as exc:
-        print(f"pytest-stacks: INFRASTRUCTURE ERROR: {exc}", file=sys.stderr)
-        if exc.logs:
-            print(exc.logs[-5000:], file=sys.stderr)
-        return 3
-    except StacksError as exc:
-        print(f"pytest-stacks: {exc}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        return 130
-    except Exception as exc:  # an engine or OS error: one line, not a traceback
-        print(f"pytest-stacks: {args.command} failed: {type(exc).__name__}: {exc}",
-              file=sys.stderr)
-        return 1
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,0 +1,66 @@
+"""How the Slurm driver is used inside a compose stack (readiness, logs, the client), and how
+the fake provider pairs it with the in-process double."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+from pytest_stacks.backends.slurm.driver import SlurmClient
+from pytest_stacks.contract import JobClient
+from pytest_stacks.manifest import Stack
+from pytest_stacks.polling import poll_until
+from pytest_stacks.transports import Transport
+
+LOG_FILES = ("/var/log/slurm/slurmctld.log", "/var/log/slurm/slurmd.log",
+             "/var/log/slurm/jobcomp.log")
+
+
+class SlurmComposeAdapter:
+    def wait_ready(self, transport: Transport, timeout: float) -> None:
+        """Ready = slurmctld answers ``scontrol ping`` and the node is idle in ``sinfo``.
+
+        A running container or a live process is liveness, not readiness; jobs submitted
+        before the node registers sit pending and make the first test flaky.
+        """
+        def ask() -> tuple[bool, str]:
+            ping = transport.run(["scontrol", "ping"], timeout=10)
+            if not (ping.ok and "UP" in ping.stdout):
+                return False, (ping.stdout + ping.stderr).strip() or f"exit {ping.returncode}"
+            node = transport.run(["sinfo", "-h", "-n", "localhost", "-o", "%t"], timeout=10)
+            state = node.stdout.strip()
+            if node.ok and state in {"idle", "mix", "alloc"}:
+                return True, state
+            return False, f"slurmctld UP, node state {state or '?'} {node.stderr.strip()}"
+
+        poll_until(ask, lambda answer: answer[0], timeout=timeout, interval=0.25,
+                   on_timeout=lambda answer: f"last answer: {answer[1]}")
+
+    def prepare(self, stack: Stack, transport: Transport, run_dir: Path,
+                ports: dict[str, int]) -> dict[str, str]:
+        """Nothing per run beyond what the entrypoint did (fresh munge key at start)."""
+        return {}
+
+    def client(self, stack: Stack, transport: Transport, endpoints: Mapping[str, str],
+               run_dir: Path) -> JobClient:
+        return SlurmClient(transport, stack.name)
+
+    def daemon_logs(self, transport: Transport) -> str:
+        parts = []
+        for path in LOG_FILES:
+            result = transport.run(["tail", "-n", "150", path], timeout=20)
+            parts.append(f"== {path}\n{result.stdout or result.stderr}")
+        return "\n".join(parts)
+
+
+def fake_client(stack: Stack, run_dir: Path,
+                ) -> tuple[JobClient, Callable[[], str], Callable[[], None]]:
+    """The real driver over an in-process Slurm host: (client, daemon log reader, close).
+
+    ``run_dir`` is unused: the double keeps its job directories in its own private root.
+    """
+    # Imported here: the compose lane never needs the double.
+    from pytest_stacks.backends.slurm.fake import FakeSlurmHost
+
+    host = FakeSlurmHost(stack.version, min_job_age=float(stack.options.get("min_job_age", 1.0)))
+    return SlurmClient(host, stack.name), host.daemon_log, host.close

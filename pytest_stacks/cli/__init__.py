@@ -1,0 +1,69 @@
+"""``pytest-stacks``: one thin command line over the same library the plugin uses.
+
+One parser, and one place (:data:`EXIT_CODES`) that turns the library's errors into a message
+and an exit code: no command prints a traceback or picks its own code.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from pytest_stacks.ci import EMPTY_LANE_EXIT, EmptyLaneError
+from pytest_stacks.cli import planning, stacks
+from pytest_stacks.errors import InfrastructureError, ManifestError, StacksError
+
+EXIT_CODES: tuple[tuple[type[BaseException], int], ...] = (
+    (EmptyLaneError, EMPTY_LANE_EXIT),  # the lane is empty: nothing to run, said as such
+    (ManifestError, 2),
+    (InfrastructureError, 3),
+    (StacksError, 2),
+    (KeyboardInterrupt, 130),
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="pytest-stacks", description=__doc__)
+    parser.add_argument("--manifest", default="manifest.yaml",
+                        help="manifest path (default: ./manifest.yaml)")
+    sub = parser.add_subparsers(dest="command", required=True)
+    stacks.register(sub)
+    planning.register(sub)
+    return parser
+
+
+def describe(command: str, exc: BaseException) -> str:
+    """The message a person reads for ``exc``: what went wrong, without a traceback."""
+    if isinstance(exc, ManifestError):
+        if len(exc.problems) == 1:
+            return f"pytest-stacks {command}: invalid manifest: {exc.problems[0]}"
+        return f"pytest-stacks {command}: invalid manifest:\n" + "\n".join(exc.problems)
+    if isinstance(exc, InfrastructureError):
+        text = f"pytest-stacks {command}: INFRASTRUCTURE ERROR: {exc}"
+        return text + (f"\n{exc.logs[-5000:]}" if exc.logs else "")
+    if isinstance(exc, StacksError):
+        return f"pytest-stacks {command}: {exc}"
+    if isinstance(exc, KeyboardInterrupt):
+        return f"pytest-stacks {command}: interrupted"
+    return f"pytest-stacks {command} failed: {type(exc).__name__}: {exc}"
+
+
+def exit_code(exc: BaseException) -> int:
+    for kind, code in EXIT_CODES:
+        if isinstance(exc, kind):
+            return code
+    return 1  # an engine or OS error
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args))
+    except (Exception, KeyboardInterrupt) as exc:
+        print(describe(args.command, exc), file=sys.stderr)
+        return exit_code(exc)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,79 @@
+"""``matrix`` and ``window``: the CI plan, printed or handed to GitHub Actions."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from pytest_stacks import ci
+from pytest_stacks.errors import StacksError
+from pytest_stacks.manifest import LANES, Manifest
+from pytest_stacks.manifest import load as load_manifest
+
+
+def _manifest(args: argparse.Namespace) -> Manifest:
+    # SUPPRESS below: a sub-command default must not override `pytest-stacks --manifest X`.
+    return load_manifest(Path(getattr(args, "manifest", None) or "manifest.yaml"))
+
+
+def write_github_output(values: Mapping[str, str]) -> None:
+    """Append ``key=value`` lines to ``$GITHUB_OUTPUT`` (set by GitHub Actions)."""
+    target = os.environ.get("GITHUB_OUTPUT")
+    if not target:
+        raise StacksError("--format github appends to $GITHUB_OUTPUT, which is not set "
+                          "(use --format json outside GitHub Actions)")
+    with open(target, "a", encoding="utf-8") as out:
+        for key, value in values.items():
+            if "\n" in value:  # pragma: no cover - every value here is one line
+                raise ValueError(f"{key}: multi-line output value")
+            out.write(f"{key}={value}\n")
+
+
+def cmd_matrix(args: argparse.Namespace) -> int:
+    manifest = _manifest(args)
+    if args.format == "github" and not os.environ.get("GITHUB_OUTPUT"):
+        write_github_output({})  # raises the clear error before any work
+    try:
+        result = ci.matrix(manifest, args.lane)
+    except ci.EmptyLaneError:
+        if args.format == "github":
+            write_github_output({"has_rows": "false", "count": "0"})
+        raise
+    encoded = json.dumps(result, separators=(",", ":"), sort_keys=False)
+    if args.format == "json":
+        print(encoded)
+        return 0
+    rows = result["include"]
+    write_github_output({"matrix": encoded, "has_rows": "true", "count": str(len(rows))})
+    print(f"{args.lane} lane: {len(rows)} job(s): " + ", ".join(r["stack"] for r in rows))
+    return 0
+
+
+def cmd_window(args: argparse.Namespace) -> int:
+    sys.stdout.write(ci.window_markdown(_manifest(args)))
+    return 0
+
+
+def register(subparsers: Any) -> None:
+    m = subparsers.add_parser(
+        "matrix", help="print a lane's GitHub Actions matrix",
+        description="Print the GitHub Actions matrix {\"include\": [...]} of a lane: pr (leading "
+                    "edge plus one anchor per backend), full (the whole window), canary (every "
+                    "stack with a floating reference). Exit 3 when the lane is empty.")
+    m.add_argument("--lane", required=True, choices=LANES)
+    m.add_argument("--format", choices=("json", "github"), default="json",
+                   help="json: print it; github: append matrix=, has_rows=, count= to "
+                        "$GITHUB_OUTPUT")
+    m.add_argument("--manifest", default=argparse.SUPPRESS, metavar="PATH",
+                   help="manifest to read (default: manifest.yaml)")
+    m.set_defaults(func=cmd_matrix)
+    w = subparsers.add_parser(
+        "window", help="print the support window per backend as a Markdown table")
+    w.add_argument("--manifest", default=argparse.SUPPRESS, metavar="PATH",
+                   help="manifest to read (default: manifest.yaml)")
+    w.set_defaults(func=cmd_window)

@@ -1,0 +1,171 @@
+"""One bring-up per stack per run, shared by every process of the run, torn down once.
+
+The first process that needs a stack takes its lock, brings it up, proves it (readiness, the
+daemon's version against the pin, a functional probe job) and records how to attach. Others wait
+on the lock and attach. A failed bring-up is recorded too, so every later test on that stack
+fails fast with the same infrastructure error instead of retrying. Only the run's owner (the
+xdist controller, or the single pytest process) tears down, after the last worker is gone.
+Nothing here knows about pytest.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+
+from pytest_stacks.errors import InfrastructureError
+from pytest_stacks.lifecycle.probe import functional_probe
+from pytest_stacks.lifecycle.rundir import RunDirectory, StackRecord, kept_records
+from pytest_stacks.manifest import Stack
+from pytest_stacks.providers import provider_for
+from pytest_stacks.providers.base import Attached, RunContext, StackInfo
+from pytest_stacks.providers.labels import KEEP_MARK
+
+
+class StackPool:
+    def __init__(self, ctx: RunContext) -> None:
+        self.ctx = ctx
+        self.run_dir = RunDirectory(ctx)
+        self._attached: dict[str, Attached] = {}
+
+    def records(self) -> list[StackRecord]:
+        return self.run_dir.records()
+
+    def attached(self, name: str) -> Attached | None:
+        """The stack as this process already holds it, without bringing anything up."""
+        return self._attached.get(name)
+
+    def acquire(self, stack: Stack) -> Attached:
+        if stack.name in self._attached:
+            return self._attached[stack.name]
+        self.run_dir.ensure()
+        with self.run_dir.lock(stack.name):
+            error = self.run_dir.error(stack.name)
+            if error is not None:
+                raise error
+            record = self.run_dir.record(stack.name) or self._bring_up(stack)
+        try:
+            attached = provider_for(stack).attach(stack, record.info, self.ctx)
+        except InfrastructureError:
+            raise
+        except Exception as exc:
+            raise InfrastructureError(stack.name, f"cannot attach: {exc}") from exc
+        attached.observed_version = record.observed_version
+        attached.client_version = record.client_version
+        self._attached[stack.name] = attached
+        return attached
+
+    def _borrow_kept(self, stack: Stack) -> StackRecord | None:
+        """Attach to a stack kept by ``pytest-stacks up`` instead of starting another one.
+
+        Only in the pinned lane, only if its bring-up was proven for today's pin and inputs,
+        and only while it still answers; this run records it as borrowed, so its teardown
+        leaves it running.
+        """
+        if self.ctx.lane != "pinned" or self.ctx.owner_start == KEEP_MARK:
+            return None
+        provider = provider_for(stack)
+        for record in kept_records(stack.name):
+            if record.observed_version != stack.version:
+                continue  # not proven, or built for another pin (a bump since `up`)
+            try:
+                if not provider.is_current(stack, record.info):
+                    continue  # its stack files or build args changed since `up`
+                attached = provider.attach(stack, record.info, self.ctx)
+                attached.client.versions()
+                attached.close()
+            except Exception:  # gone or broken: start our own
+                continue
+            record.info.kept = True
+            record.startup_s = 0.0
+            self.run_dir.write_record(record)
+            return record
+        return None
+
+    def _bring_up(self, stack: Stack) -> StackRecord:
+        borrowed = self._borrow_kept(stack)
+        if borrowed is not None:
+            return borrowed
+        provider = provider_for(stack)
+        started = time.monotonic()
+        attached: Attached | None = None
+        try:
+            info = provider.up(stack, self.ctx)
+            # Recorded before it is proven, so teardown finds it even when the proof fails.
+            self.run_dir.write_record(StackRecord(stack.name, info))
+            attached = provider.attach(stack, info, self.ctx)
+            record = self._prove(stack, info, attached)
+            record.startup_s = time.monotonic() - started
+            self.run_dir.write_record(record)
+            return record
+        except Exception as exc:
+            error = _as_infrastructure_error(stack, exc, attached)
+            self.run_dir.write_error(error)
+            raise error from exc
+        finally:
+            if attached is not None:
+                attached.close()
+
+    def _prove(self, stack: Stack, info: StackInfo, attached: Attached) -> StackRecord:
+        versions = attached.client.versions()
+        observed = versions.get("daemon", "")
+        if self.ctx.lane != "canary" and observed != stack.version:
+            raise InfrastructureError(
+                stack.name, f"the daemon reports version {observed!r} but the manifest pins "
+                f"{stack.version!r}. Rebuild the stack's image, or fix the pin.")
+        functional_probe(stack, attached)
+        return StackRecord(stack.name, info, observed, versions.get("client", ""))
+
+    def release(self) -> None:
+        """Let go of this process's clients (every process does this at its end)."""
+        for attached in self._attached.values():
+            with contextlib.suppress(Exception):  # closing must not mask the run's outcome
+                attached.close()
+        self._attached.clear()
+
+    def teardown(self, stacks: dict[str, Stack]) -> list[str]:
+        """Owner only: bring down every stack this run brought up. Returns problems.
+
+        ``stacks`` are the run's selected stacks by name.
+        """
+        self.release()
+        problems = []
+        for record in self.run_dir.records():
+            stack = stacks.get(record.stack)
+            if stack is None:
+                continue
+            if record.info.kept:
+                self.run_dir.forget(stack.name)  # borrowed from `pytest-stacks up`: stays up
+                continue
+            try:
+                provider_for(stack).down(stack, record.info, self.ctx)
+            except Exception as exc:
+                problems.append(f"{stack.name}: teardown not proven: {exc}")
+            else:
+                self.run_dir.forget(stack.name)
+        problems.extend(self._sweep(stacks))
+        return problems
+
+    def _sweep(self, stacks: dict[str, Stack]) -> list[str]:
+        """The safety net: what an interrupted bring-up created before it was recorded."""
+        problems = []
+        for provider_name in sorted({s.provider for s in stacks.values()}):
+            stack = next(s for s in stacks.values() if s.provider == provider_name)
+            try:
+                problems.extend(provider_for(stack).sweep_run(self.ctx))
+            except Exception as exc:
+                problems.append(f"cannot verify teardown of run {self.ctx.run_id}: {exc}")
+        return problems
+
+
+def _as_infrastructure_error(stack: Stack, exc: Exception,
+                             attached: Attached | None) -> InfrastructureError:
+    """A failed bring-up, with the daemons' logs where they can still be read."""
+    logs = exc.logs if isinstance(exc, InfrastructureError) else ""
+    if not logs and attached is not None:
+        try:
+            logs = attached.logs()
+        except Exception as log_exc:  # logs are best effort; the cause matters more
+            logs = f"(could not read logs: {log_exc})"
+    message = exc.message if isinstance(exc, InfrastructureError) else f"bring-up failed: {exc}"
+    return InfrastructureError(stack.name, message, logs)

@@ -1,0 +1,182 @@
+"""The run directory: the one place that knows its files.
+
+Every process of a run (the owner and its xdist workers) meets here. Per stack it holds a lock
+(one bring-up), a record (how to attach, which versions were proven) or an error (so later
+tests fail fast with the same infrastructure error), and per run the owner's identity, which is
+how a later run tells a dead run's directory from a live one. Credentials (tokens) live below
+it, so the directories are private to this user.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import stat
+import tempfile
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from filelock import FileLock
+
+from pytest_stacks.errors import InfrastructureError, StacksError
+from pytest_stacks.providers.base import RunContext, StackInfo
+from pytest_stacks.providers.labels import owner_alive
+
+OWNER_FILE = "owner.json"
+KEPT_FOLDER = "kept"
+_RECORD_SUFFIX = ".json"
+_ERROR_SUFFIX = ".error.json"
+
+
+def runs_root() -> Path:
+    """This user's private folder of run directories (0700, owned by us, not a symlink).
+
+    Run directories hold per-run credentials (IDTOKENs), so a shared /tmp must not let another
+    user pre-create or read the folder.
+    """
+    root = Path(tempfile.gettempdir()) / f"pytest-stacks-{os.getuid()}"
+    root.mkdir(mode=0o700, exist_ok=True)
+    info = os.lstat(root)
+    if stat.S_ISLNK(info.st_mode) or not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid():
+        raise StacksError(f"{root} is not a directory owned by this user; remove it and rerun")
+    if stat.S_IMODE(info.st_mode) != 0o700:
+        root.chmod(0o700)
+    return root
+
+
+def kept_root() -> Path:
+    """Where ``pytest-stacks up`` records stacks it keeps for a development loop."""
+    return runs_root() / KEPT_FOLDER
+
+
+def new_run_id() -> str:
+    return f"{time.strftime('%Y%m%d%H%M%S')}-{uuid.uuid4().hex[:8]}"
+
+
+def reap_dead_run_dirs() -> list[Path]:
+    """Remove run directories (and the tokens in them) left by runs whose owner is dead."""
+    removed = []
+    for folder in runs_root().iterdir():
+        # Folders of runs from before owner.json existed, or whose start was cut short.
+        if (folder.is_dir() and folder.name != KEPT_FOLDER
+                and not (folder / OWNER_FILE).exists()
+                and time.time() - folder.stat().st_mtime > 86400):
+            shutil.rmtree(folder, ignore_errors=True)
+            removed.append(folder)
+    for owner_file in runs_root().glob(f"*/{OWNER_FILE}"):
+        try:
+            owner = json.loads(owner_file.read_text())
+        except (OSError, ValueError):
+            continue
+        if not owner_alive(int(owner.get("pid", 0)), str(owner.get("start", ""))):
+            shutil.rmtree(owner_file.parent, ignore_errors=True)
+            removed.append(owner_file.parent)
+    return removed
+
+
+@dataclass
+class StackRecord:
+    """What the run directory says about one stack that came up."""
+
+    stack: str
+    info: StackInfo
+    observed_version: str = ""
+    client_version: str = ""
+    startup_s: float = 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        return {"stack": self.stack, "info": self.info.to_json(),
+                "observed_version": self.observed_version,
+                "client_version": self.client_version, "startup_s": round(self.startup_s, 2)}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> StackRecord:
+        return cls(str(data["stack"]), StackInfo.from_json(data["info"]),
+                   str(data.get("observed_version", "")), str(data.get("client_version", "")),
+                   float(data.get("startup_s", 0.0)))
+
+
+class RunDirectory:
+    """The files of one run directory; created on first use, so a run that never needs a stack
+    leaves nothing behind."""
+
+    def __init__(self, ctx: RunContext) -> None:
+        self.path = ctx.run_dir
+        self._ctx = ctx
+
+    def ensure(self) -> None:
+        if self.path.is_dir():
+            return
+        with contextlib.suppress(StacksError, OSError):
+            reap_dead_run_dirs()
+        self.path.mkdir(mode=0o700, parents=True, exist_ok=True)
+        owner = self.path / OWNER_FILE
+        if not owner.exists():
+            owner.write_text(json.dumps({"pid": self._ctx.owner_pid,
+                                         "start": self._ctx.owner_start}))
+
+    def lock(self, stack: str) -> FileLock:
+        return FileLock(str(self.path / f"{stack}.lock"))
+
+    def _record_path(self, stack: str) -> Path:
+        return self.path / f"{stack}{_RECORD_SUFFIX}"
+
+    def _error_path(self, stack: str) -> Path:
+        return self.path / f"{stack}{_ERROR_SUFFIX}"
+
+    def record(self, stack: str) -> StackRecord | None:
+        path = self._record_path(stack)
+        if not path.exists():
+            return None
+        return StackRecord.from_json(json.loads(path.read_text()))
+
+    def write_record(self, record: StackRecord) -> None:
+        target = self._record_path(record.stack)
+        tmp = target.with_suffix(".tmp")
+        tmp.write_text(json.dumps(record.to_json()))
+        tmp.replace(target)
+
+    def forget(self, stack: str) -> None:
+        self._record_path(stack).unlink(missing_ok=True)
+
+    def records(self) -> list[StackRecord]:
+        if not self.path.is_dir():
+            return []
+        out = []
+        for path in sorted(self.path.glob(f"*{_RECORD_SUFFIX}")):
+            if path.name.endswith(_ERROR_SUFFIX) or path.name == OWNER_FILE:
+                continue
+            out.append(StackRecord.from_json(json.loads(path.read_text())))
+        return out
+
+    def error(self, stack: str) -> InfrastructureError | None:
+        path = self._error_path(stack)
+        if not path.exists():
+            return None
+        saved = json.loads(path.read_text())
+        return InfrastructureError(stack, saved["message"], saved.get("logs", ""))
+
+    def write_error(self, error: InfrastructureError) -> None:
+        self._error_path(error.stack).write_text(
+            json.dumps({"message": error.message, "logs": error.logs}))
+
+    def remove(self) -> None:
+        shutil.rmtree(self.path, ignore_errors=True)
+
+
+def kept_records(stack: str) -> list[StackRecord]:
+    """Records of ``stack`` kept by ``pytest-stacks up``, oldest run first."""
+    found = []
+    for path in sorted(kept_root().glob(f"*/{stack}{_RECORD_SUFFIX}")):
+        try:
+            record = StackRecord.from_json(json.loads(path.read_text()))
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        record.info.kept_run = path.parent.name
+        found.append(record)
+    return found

@@ -1,0 +1,72 @@
+"""Raw, validated manifest data -> the typed model."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pytest_stacks.manifest.model import (
+    Backend,
+    BaseImage,
+    CanarySpec,
+    ComposeSpec,
+    ImageRef,
+    KindSpec,
+    Manifest,
+    Stack,
+    Timeouts,
+    Window,
+)
+from pytest_stacks.versions import role
+
+
+def build(data: dict[str, Any], path: Path) -> Manifest:
+    backends = {
+        name: Backend(name=name, window=Window(**raw["window"]),
+                      description=raw.get("description", ""))
+        for name, raw in data["backends"].items()
+    }
+    stacks = []
+    for raw in data["stacks"]:
+        window = backends[raw["backend"]].window
+        compose = raw.get("compose")
+        kind = raw.get("kind")
+        canary = raw.get("canary")
+        base = raw.get("base_image")
+        image = raw.get("image")
+        stacks.append(Stack(
+            name=raw["name"],
+            backend=raw["backend"],
+            version=raw["version"],
+            provider=raw["provider"],
+            transport=raw["transport"],
+            capabilities=frozenset(raw["capabilities"]),
+            configuration=raw["configuration"],
+            lanes=tuple(raw["lanes"]),
+            role=role(raw["version"], window.anchor, window.leading_edge),
+            description=raw.get("description", ""),
+            requires=tuple(raw.get("requires", ["docker"] if raw["provider"] != "fake" else [])),
+            base_image=BaseImage(**base) if base else None,
+            image=ImageRef(**image) if image else None,
+            compose=ComposeSpec(
+                directory=(path.parent / compose["directory"]).resolve(),
+                service=compose["service"],
+                build_args=dict(compose.get("build_args", {})),
+                ports=tuple(compose.get("ports", ())),
+                privileged_reason=compose.get("privileged_reason"),
+            ) if compose else None,
+            kind=KindSpec(
+                kind_version=kind["kind_version"],
+                node_image=ImageRef(**kind["node_image"]),
+                operator_version=kind["operator_version"],
+                worker_image=ImageRef(**kind["worker_image"]) if "worker_image" in kind else None,
+            ) if kind else None,
+            canary=CanarySpec(
+                build_args=dict(canary.get("build_args", {})),
+                image_tag=canary.get("image", {}).get("tag"),
+            ) if canary else None,
+            options=dict(raw.get("options", {})),
+            timeouts=Timeouts(**raw.get("timeouts", {})),
+        ))
+    return Manifest(path=path.resolve(), capabilities=dict(data["capabilities"]),
+                    backends=backends, stacks=tuple(stacks))

@@ -1,0 +1,167 @@
+"""The typed, immutable manifest: what every layer above reads instead of raw YAML."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from packaging.version import Version
+
+from pytest_stacks.versions import Role
+
+LANES = ("pr", "full", "canary")
+Lane = Literal["pr", "full", "canary"]
+Provider = Literal["compose", "kind", "fake"]
+PROVIDERS: tuple[Provider, ...] = ("compose", "kind", "fake")
+
+__all__ = [
+    "LANES",
+    "PROVIDERS",
+    "Backend",
+    "BaseImage",
+    "CanarySpec",
+    "ComposeSpec",
+    "ImageRef",
+    "KindSpec",
+    "Lane",
+    "Manifest",
+    "Provider",
+    "Role",
+    "Stack",
+    "Timeouts",
+    "Window",
+]
+
+
+@dataclass(frozen=True)
+class Window:
+    anchor: str
+    leading_edge: str
+
+
+@dataclass(frozen=True)
+class Backend:
+    name: str
+    window: Window
+    description: str = ""
+
+
+@dataclass(frozen=True)
+class ImageRef:
+    name: str
+    tag: str
+    digest: str | None = None
+
+    @property
+    def reference(self) -> str:
+        """``name:tag@digest`` when pinned by digest, else ``name:tag``."""
+        ref = f"{self.name}:{self.tag}"
+        return f"{ref}@{self.digest}" if self.digest else ref
+
+
+@dataclass(frozen=True)
+class BaseImage:
+    name: str
+    tag: str
+    seed: str
+    digest: str | None = None
+
+    @property
+    def registry_reference(self) -> str:
+        ref = f"{self.name}:{self.tag}"
+        return f"{ref}@{self.digest}" if self.digest else ref
+
+    @property
+    def seeded_reference(self) -> str:
+        """The locally seeded stand-in used where no registry can be reached."""
+        return f"pytest-stacks/debian-base:{self.seed}"
+
+
+@dataclass(frozen=True)
+class ComposeSpec:
+    directory: Path
+    service: str
+    build_args: Mapping[str, str] = field(default_factory=dict)
+    ports: tuple[str, ...] = ()
+    privileged_reason: str | None = None
+
+
+@dataclass(frozen=True)
+class KindSpec:
+    kind_version: str
+    node_image: ImageRef
+    operator_version: str
+    worker_image: ImageRef | None = None
+
+
+@dataclass(frozen=True)
+class CanarySpec:
+    build_args: Mapping[str, str] = field(default_factory=dict)
+    image_tag: str | None = None
+
+
+@dataclass(frozen=True)
+class Timeouts:
+    build: float = 1800.0
+    up: float = 300.0
+    ready: float = 120.0
+    job: float = 120.0
+
+
+@dataclass(frozen=True)
+class Stack:
+    name: str
+    backend: str
+    version: str
+    provider: Provider
+    transport: str
+    capabilities: frozenset[str]
+    configuration: str
+    lanes: tuple[str, ...]
+    role: Role
+    description: str = ""
+    requires: tuple[str, ...] = ()
+    base_image: BaseImage | None = None
+    image: ImageRef | None = None
+    compose: ComposeSpec | None = None
+    kind: KindSpec | None = None
+    canary: CanarySpec | None = None
+    options: Mapping[str, Any] = field(default_factory=dict)
+    timeouts: Timeouts = field(default_factory=Timeouts)
+
+    @property
+    def parsed_version(self) -> Version:
+        return Version(self.version)
+
+    @property
+    def is_fake(self) -> bool:
+        """In-process: nothing outside the process to build, start or clean."""
+        return self.provider == "fake"
+
+    def in_lane(self, lane: str) -> bool:
+        if lane == "canary":
+            return self.canary is not None
+        return lane in self.lanes
+
+
+@dataclass(frozen=True)
+class Manifest:
+    path: Path
+    capabilities: Mapping[str, str]
+    backends: Mapping[str, Backend]
+    stacks: tuple[Stack, ...]
+
+    @property
+    def root(self) -> Path:
+        return self.path.parent
+
+    def names(self) -> list[str]:
+        return [s.name for s in self.stacks]
+
+    def get(self, name: str) -> Stack:
+        for stack in self.stacks:
+            if stack.name == name:
+                return stack
+        raise KeyError(name)

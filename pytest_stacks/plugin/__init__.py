@@ -1,0 +1,143 @@
+"""The pytest plugin (entry point ``pytest_stacks.plugin``): options, configure, and nothing
+more until a project uses a manifest.
+
+A project that merely installs pytest-stacks gets its options, markers and fixtures and pays
+nothing else: the collection and reporting hooks (:mod:`.collection`, :mod:`.reporting`) are
+registered only once the ini option or the command line asks for a manifest. Everything below
+the plugin (manifest, providers, backends, lifecycle) knows nothing about pytest.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from pytest_stacks import signals
+from pytest_stacks.errors import ManifestError, StacksError, UnknownStackError
+from pytest_stacks.lifecycle import StackPool, new_run_id, runs_root
+from pytest_stacks.manifest import Manifest, Stack
+from pytest_stacks.manifest import load as load_manifest
+from pytest_stacks.plugin import collection, fixtures, hookspecs, reporting
+from pytest_stacks.plugin.state import STATE, State
+from pytest_stacks.plugin.xdist import XdistBridge, controller_run
+from pytest_stacks.providers.base import RunContext
+from pytest_stacks.selection import select
+
+DEFAULT_MANIFEST = "manifest.yaml"
+MARKERS = (
+    "requires(*capabilities): run only on stacks that offer every capability; skipped "
+    "elsewhere, with the missing capabilities named.",
+    "stack_version(specifier, backend=None): run only where the stack's version matches the "
+    "PEP 440 specifier (and its backend, if given).",
+    "for_backend(*backends): the test is about these backends only; it is deselected (not "
+    "skipped) on stacks of other backends.",
+    "client_version(specifier): run only where the client's observed version (e.g. the "
+    "HTCondor bindings) matches the PEP 440 specifier.",
+)
+
+
+def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    pluginmanager.add_hookspecs(hookspecs)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("stacks", "pytest-stacks: run against pinned backend stacks")
+    group.addoption("--stack", action="append", default=[], metavar="NAME",
+                    help="Stack to run against (repeatable; shell globs such as 'slurm-*'). "
+                         "Default: the fake stacks.")
+    group.addoption("--stack-manifest", default=None, metavar="PATH",
+                    help="Manifest to read (default: the 'stacks_manifest' ini option; with "
+                         "--stack/--stacks and no ini option, manifest.yaml in the rootdir).")
+    group.addoption("--stacks", action="store_true", default=False,
+                    help="List the stacks of the manifest and exit.")
+    group.addoption("--stack-lane", choices=("pinned", "canary"), default="pinned",
+                    help="'canary' builds each stack from its floating reference; a version "
+                         "other than the pin is then recorded, not an error.")
+    parser.addini("stacks_manifest", "Path of the pytest-stacks manifest (relative to rootdir); "
+                  "setting it turns pytest-stacks on for the project.", default="")
+
+
+def _manifest_path(config: pytest.Config) -> Path:
+    given = config.getoption("stack_manifest")
+    if given:
+        return Path(given).expanduser().absolute()
+    return Path(config.rootpath, str(config.getini("stacks_manifest") or DEFAULT_MANIFEST))
+
+
+def _manifest_requested(config: pytest.Config) -> bool:
+    """Whether this project uses pytest-stacks at all.
+
+    Installing the plugin must not change unrelated projects: a file that happens to be called
+    manifest.yaml is only read when the project says so (ini option) or the command line does.
+    """
+    return bool(config.getoption("stack_manifest") or config.getini("stacks_manifest")
+                or config.getoption("stack") or config.getoption("stacks"))
+
+
+def _load(config: pytest.Config) -> tuple[Manifest, list[Stack]]:
+    try:
+        manifest = load_manifest(_manifest_path(config))
+    except ManifestError as exc:
+        raise pytest.UsageError("pytest-stacks: invalid manifest:\n" + str(exc)) from None
+    try:
+        return manifest, select(manifest, config.getoption("stack"))
+    except UnknownStackError as exc:
+        raise pytest.UsageError(f"pytest-stacks: {exc}") from None
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_configure(config: pytest.Config) -> None:
+    for marker in MARKERS:
+        config.addinivalue_line("markers", marker)
+    config.pluginmanager.register(fixtures, "pytest-stacks-fixtures")
+    if not _manifest_requested(config):
+        config.stash[STATE] = State(None, [], explicit=False)
+        return
+    manifest, selected = _load(config)
+    current = State(manifest, selected, explicit=bool(config.getoption("stack")))
+    config.stash[STATE] = current
+    config.pluginmanager.register(collection, "pytest-stacks-collection")
+    config.pluginmanager.register(reporting, "pytest-stacks-reporting")
+    if not selected:
+        return
+    shared = controller_run(config)
+    if shared is not None:
+        ctx, current.owner = shared, False
+    else:
+        try:
+            root = runs_root()
+        except (StacksError, OSError) as exc:
+            raise pytest.UsageError(f"pytest-stacks: cannot use the run directory: {exc}") \
+                from None
+        run_id = new_run_id()
+        ctx = RunContext.for_this_process(run_id, root / run_id, config.getoption("stack_lane"))
+        # SIGTERM unwinds like Ctrl-C, so session teardown still runs and nothing leaks.
+        current.previous_sigterm = signals.sigterm_as_interrupt()
+    current.pool = StackPool(ctx)
+    config.pluginmanager.register(reporting.Tracker(current), "pytest-stacks-tracker")
+    if config.pluginmanager.hasplugin("xdist"):
+        config.pluginmanager.register(XdistBridge(current), "pytest-stacks-xdist")
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """Put back the SIGTERM handler (pytester runs nest sessions in one process)."""
+    current = config.stash.get(STATE, None)
+    if current is not None and current.previous_sigterm is not None:
+        signals.restore(current.previous_sigterm)
+
+
+def pytest_cmdline_main(config: pytest.Config) -> int | None:
+    """``pytest --stacks``: runs before configure, so it reads the manifest itself."""
+    if not config.getoption("stacks"):
+        return None
+    from pytest_stacks.tables import stacks_table
+
+    try:
+        manifest = load_manifest(_manifest_path(config))
+    except ManifestError as exc:
+        print(f"pytest-stacks: invalid manifest:\n{exc}", file=sys.stderr)
+        return int(pytest.ExitCode.USAGE_ERROR)
+    print(stacks_table(manifest))
+    return 0

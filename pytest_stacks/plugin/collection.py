@@ -1,0 +1,116 @@
+"""Collection: parametrise tests over the selected stacks, refuse marker typos, and dispatch
+by capability, backend and version. Registered only when a manifest is in use."""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from typing import Any
+
+import pytest
+
+from pytest_stacks.manifest import Manifest, Stack
+from pytest_stacks.plugin.state import item_stack, state
+from pytest_stacks.selection import (
+    missing_capabilities,
+    parse_specifier,
+    unknown_capabilities,
+    version_matches,
+)
+
+
+def _parametrizes_stack_itself(metafunc: pytest.Metafunc) -> bool:
+    for mark in metafunc.definition.iter_markers("parametrize"):
+        argnames = mark.args[0] if mark.args else mark.kwargs.get("argnames", "")
+        if isinstance(argnames, str):
+            argnames = [a.strip() for a in argnames.split(",")]
+        if "stack" in argnames:
+            return True
+    return False
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "stack" not in metafunc.fixturenames or _parametrizes_stack_itself(metafunc):
+        return  # a test that parametrizes 'stack' itself: its values win
+    current = state(metafunc.config)
+    assert current.manifest is not None
+    if not current.selected:
+        pytest.fail(
+            f"pytest-stacks: {metafunc.function.__name__} needs a stack but none is selected: "
+            f"the manifest {current.manifest.path} has no fake stacks to run by default. Pass "
+            f"--stack NAME (known: {', '.join(current.manifest.names())}).", pytrace=False)
+    metafunc.parametrize("stack", current.selected, ids=[s.name for s in current.selected],
+                         indirect=True, scope="session")
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_pycollect_makeitem(collector: pytest.Collector, name: str,
+                              obj: object) -> Generator[None, Any, Any]:
+    """A capability that does not exist is a collection error: a typo must not skip a test."""
+    result = yield
+    manifest = state(collector.config).manifest
+    if manifest is None or result is None:
+        return result
+    for item in result if isinstance(result, list) else [result]:
+        if isinstance(item, pytest.Function):
+            problem = _marker_problem(item, manifest)
+            if problem:
+                raise collector.CollectError(f"{item.nodeid}: {problem}")
+    return result
+
+
+def _marker_problem(item: pytest.Function, manifest: Manifest) -> str | None:
+    for mark in item.iter_markers("requires"):
+        bad = unknown_capabilities(manifest, [str(a) for a in mark.args])
+        if bad:
+            text = "; ".join(f"{n!r}" + (f" (did you mean {c!r}?)" if c else "") for n, c in bad)
+            return (f"@pytest.mark.requires names unknown capability {text}. "
+                    f"Known: {', '.join(manifest.capabilities)}")
+    for mark in item.iter_markers("for_backend"):
+        unknown = [b for b in mark.args if b not in manifest.backends]
+        if unknown or not mark.args:
+            return (f"@pytest.mark.for_backend names unknown backend(s) {unknown or '(none)'}; "
+                    f"known: {', '.join(manifest.backends)}")
+    for marker, example in (("client_version", ""), ("stack_version", ", e.g. "
+                                                     "stack_version('>=24.11')")):
+        for mark in item.iter_markers(marker):
+            if len(mark.args) != 1:
+                return f"@pytest.mark.{marker} takes one specifier string{example}"
+            try:
+                parse_specifier(str(mark.args[0]))
+            except ValueError as exc:
+                return str(exc)
+    return None
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    kept: list[pytest.Item] = []
+    other_backend: list[pytest.Item] = []
+    for item in items:
+        stack = item_stack(item)
+        wanted = {b for m in item.iter_markers("for_backend") for b in m.args}
+        if stack is not None and wanted and stack.backend not in wanted:
+            other_backend.append(item)
+        else:
+            kept.append(item)
+    if other_backend:
+        config.hook.pytest_deselected(items=other_backend)
+        items[:] = kept
+    for item in items:
+        stack = item_stack(item)
+        reason = _skip_reason(item, stack) if stack is not None else None
+        if reason:
+            item.add_marker(pytest.mark.skip(reason=reason))
+
+
+def _skip_reason(item: pytest.Item, stack: Stack) -> str | None:
+    required = [str(a) for mark in item.iter_markers("requires") for a in mark.args]
+    missing = missing_capabilities(stack, required)
+    if missing:
+        return f"stack {stack.name} lacks capability: {', '.join(missing)}"
+    for mark in item.iter_markers("stack_version"):
+        backend = mark.kwargs.get("backend")
+        if not version_matches(stack, str(mark.args[0]), backend):
+            where = f"{backend} " if backend else ""
+            return (f"stack {stack.name} ({stack.backend} {stack.version}) is outside "
+                    f"stack_version({where}{mark.args[0]!r})")
+    return None

@@ -1,0 +1,99 @@
+"""The fixtures users write tests with: ``stack``, ``backend``, ``stack_info``.
+
+Registered in every project that installs the plugin (a fixture costs nothing until a test asks
+for it), so a test that asks for a stack without a manifest gets a clear message rather than
+"fixture not found".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator, Sequence
+from typing import Any
+
+import pytest
+from packaging.version import Version
+
+from pytest_stacks.contract import JobClient, JobHandle, JobSpec, SubmitResult
+from pytest_stacks.manifest import Stack
+from pytest_stacks.plugin.state import STATE, state
+from pytest_stacks.providers.base import Attached
+from pytest_stacks.selection import parse_specifier
+
+
+class RecordingClient:
+    """The user's client, with the handles each test submits remembered for failure reports."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+        self.handles: list[JobHandle] = []
+
+    def submit(self, specs: Sequence[JobSpec]) -> list[SubmitResult]:
+        results = self._inner.submit(specs)
+        self.handles.extend(r.handle for r in results if r.handle is not None)
+        return list(results)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
+HANDLES = pytest.StashKey[RecordingClient]()
+
+
+def _attached(request: pytest.FixtureRequest, stack: Stack) -> Attached:
+    pool = state(request.config).pool
+    assert pool is not None
+    return pool.acquire(stack)  # InfrastructureError marks the test as infra
+
+
+@pytest.fixture(scope="session")
+def stack(request: pytest.FixtureRequest) -> Stack:
+    """The stack a test runs on (tests using it are parametrised over the selected stacks)."""
+    current = request.config.stash.get(STATE, None)
+    if current is None or current.manifest is None:
+        raise pytest.UsageError(
+            f"pytest-stacks: {request.node.name} uses the 'stack' fixture but no manifest is "
+            f"configured. Set the 'stacks_manifest' ini option (e.g. stacks_manifest = "
+            f"manifest.yaml) or pass --stack-manifest PATH.")
+    param = getattr(request, "param", None)
+    if not isinstance(param, Stack):
+        raise pytest.UsageError("pytest-stacks: no stack selected for this test")
+    if current.pool is None or param not in current.selected:
+        raise pytest.UsageError(
+            f"pytest-stacks: stack {param.name!r} is not selected for this run; select it with "
+            f"--stack {param.name} instead of parametrizing 'stack' with it")
+    # A test on a stack runs with the stack up and proven, even if it never submits a job:
+    # otherwise a stack that cannot come up could count as having run tests.
+    current.pool.acquire(param)
+    return param
+
+
+@pytest.fixture(scope="session")
+def _stack_client(request: pytest.FixtureRequest, stack: Stack) -> RecordingClient:
+    attached = _attached(request, stack)
+    user = request.config.hook.pytest_stacks_backend(stack=stack, default=attached.client,
+                                                     info=attached.public_info())
+    return RecordingClient(user if user is not None else attached.client)
+
+
+@pytest.fixture
+def stack_info(request: pytest.FixtureRequest, stack: Stack,
+               _stack_client: RecordingClient) -> dict[str, Any]:
+    """How the stack is reached (ports, token directory, container, observed versions)."""
+    return _attached(request, stack).public_info()
+
+
+@pytest.fixture
+def backend(request: pytest.FixtureRequest, stack: Stack,
+            _stack_client: RecordingClient) -> Generator[JobClient, None, None]:
+    """The client the tests talk to: the user's (hook ``pytest_stacks_backend``) or ours."""
+    for mark in request.node.iter_markers("client_version"):
+        client = _attached(request, stack).client_version
+        if not client:
+            pytest.skip(f"stack {stack.name} has no client version of its own "
+                        f"(client_version({mark.args[0]!r}))")
+        if Version(client) not in parse_specifier(str(mark.args[0])):
+            pytest.skip(f"stack {stack.name}: client {client} is outside "
+                        f"client_version({mark.args[0]!r})")
+    _stack_client.handles = []
+    request.node.stash[HANDLES] = _stack_client
+    yield _stack_client

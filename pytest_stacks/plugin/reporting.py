@@ -1,0 +1,177 @@
+"""Reporting: what every test report says about its stack, the infra outcome, failure
+diagnostics, and the fail-closed verdict at the end. Registered only when a manifest is in use."""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from typing import Any
+
+import pytest
+
+from pytest_stacks import signals
+from pytest_stacks.errors import InfrastructureError
+from pytest_stacks.manifest import Stack
+from pytest_stacks.plugin.fixtures import HANDLES
+from pytest_stacks.plugin.state import PROP_INFRA, PROP_STACK, State, item_stack, state
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item,
+                              call: pytest.CallInfo[None]) -> Generator[None, Any, Any]:
+    report: pytest.TestReport = yield
+    stack = item_stack(item)
+    if stack is None:
+        return report
+    report.user_properties.append((PROP_STACK, stack.name))
+    current = state(item.config)
+    attached = current.pool.attached(stack.name) if current.pool is not None else None
+    if attached is not None:
+        # Every test's report (junit <properties> included) says what it really ran against.
+        for key, value in (("observed_version", attached.observed_version),
+                           ("client_version", attached.client_version)):
+            if value:
+                report.user_properties.append((f"pytest-stacks:{key}", value))
+    if call.excinfo is not None and call.excinfo.errisinstance(InfrastructureError):
+        error = call.excinfo.value
+        assert isinstance(error, InfrastructureError)
+        report.user_properties.append((PROP_INFRA, error.message))
+        report.longrepr = f"INFRASTRUCTURE ERROR (not a test failure): {error}"
+        if error.logs:
+            report.sections.append((f"stack {stack.name}: daemon logs", error.logs[-20000:]))
+    elif report.failed and call.when == "call":
+        _attach_diagnostics(item, stack, report)
+    return report
+
+
+def _attach_diagnostics(item: pytest.Item, stack: Stack, report: pytest.TestReport) -> None:
+    """The scheduler's view of this test's jobs and the daemons' logs; never in the way of the
+    real failure."""
+    client = item.stash.get(HANDLES, None)
+    if client is not None and client.handles:
+        try:
+            report.sections.append((f"stack {stack.name}: scheduler view of this test's jobs",
+                                    client.describe_jobs(client.handles)))
+        except Exception as exc:
+            report.sections.append((f"stack {stack.name}: jobs", f"(unavailable: {exc})"))
+    pool = state(item.config).pool
+    attached = pool.attached(stack.name) if pool is not None else None
+    if attached is not None and "logs" in stack.capabilities:
+        try:
+            logs = attached.logs()[-60000:]
+        except Exception as exc:
+            logs = f"(unavailable: {exc})"
+        report.sections.append((f"stack {stack.name}: daemon logs", logs))
+
+
+def pytest_report_teststatus(report: pytest.TestReport,
+                             config: pytest.Config) -> tuple[str, str, Any] | None:
+    props = getattr(report, "user_properties", ())
+    if report.failed and any(k == PROP_INFRA for k, _ in props):
+        return "infra", "I", ("INFRA", {"red": True, "bold": True})
+    return None
+
+
+class Tracker:
+    """Counts, per stack, what ran. Registered per config, so nested sessions stay apart;
+    under xdist it runs on the controller, which receives every worker's reports."""
+
+    def __init__(self, state: State) -> None:
+        self._state = state
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        props = dict(report.user_properties)
+        name = props.get(PROP_STACK)
+        if not isinstance(name, str):
+            return
+        self._state.seen[name] += 1
+        if PROP_INFRA in props:
+            self._state.infra.setdefault(name, str(props[PROP_INFRA]))
+        if report.when == "call" and report.outcome in ("passed", "failed"):
+            self._state.ran[name] += 1
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    current = state(session.config)
+    if current.pool is None:
+        return
+    if not current.owner:
+        current.pool.release()
+        return
+    current.records = {r.stack: r for r in current.pool.records()}
+    with signals.deferred():
+        current.closing_problems.extend(
+            current.pool.teardown({s.name: s for s in current.selected}))
+    if not current.closing_problems:
+        current.pool.run_dir.remove()
+    if exitstatus in (pytest.ExitCode.INTERRUPTED, pytest.ExitCode.USAGE_ERROR,
+                      pytest.ExitCode.INTERNAL_ERROR):
+        return
+    current.closing_problems.extend(_nothing_ran(current))
+    if current.closing_problems or current.infra:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def _nothing_ran(current: State) -> list[str]:
+    """A selected stack on which no test ran fails the session (fail closed)."""
+    any_stack_test = sum(current.seen.values()) > 0
+    return [f"{stack.name}: no test ran on this stack (all skipped or deselected). "
+            f"A selected stack must run at least one test."
+            for stack in current.selected
+            if current.ran[stack.name] == 0 and stack.name not in current.infra
+            and (current.explicit or any_stack_test)]
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int,
+                            config: pytest.Config) -> None:
+    current = state(config)
+    if not current.selected or not current.owner:
+        return
+    if not current.explicit and not sum(current.seen.values()):
+        return  # the default fake selection, and no test used a stack: nothing to report
+    tr = terminalreporter
+    _infra_section(tr)
+    tr.section("pytest-stacks")
+    for stack in current.selected:
+        line = _stack_line(current, stack)
+        if stack.name in current.infra:
+            tr.write_line(f"{line} INFRASTRUCTURE ERROR: {current.infra[stack.name]}", red=True)
+        else:
+            tr.write_line(line)
+    for problem in current.closing_problems:
+        tr.write_line(f"FAIL-CLOSED: {problem}", red=True, bold=True)
+
+
+def _infra_section(tr: Any) -> None:
+    infra_reports = tr.stats.get("infra", [])
+    if not infra_reports:
+        return
+    tr.section("stack infrastructure errors (not test failures)", red=True)
+    shown: set[str] = set()
+    for rep in infra_reports:
+        name = dict(rep.user_properties).get(PROP_STACK, "?")
+        tr.write_line(f"{rep.nodeid}: {rep.longrepr}")
+        if name in shown:
+            continue
+        shown.add(name)
+        for title, content in rep.sections:
+            if title.startswith(f"stack {name}"):
+                tr.write_sep("-", title)
+                tr.write_line(content[-8000:])
+
+
+def _stack_line(current: State, stack: Stack) -> str:
+    record = current.records.get(stack.name)
+    versions = ""
+    if record is not None and record.observed_version:
+        versions = f" daemon {record.observed_version}"
+        if current.pool is not None and current.pool.ctx.lane == "canary":
+            versions += (" (canary: as pinned)" if record.observed_version == stack.version
+                         else f" (canary: floated from pin {stack.version})")
+        if record.client_version:
+            versions += f", client {record.client_version}"
+        if record.info.kept:
+            versions += ", borrowed from `pytest-stacks up`"
+        else:
+            versions += f", up in {record.startup_s:.1f}s"
+    return (f"{stack.name} ({stack.backend} {stack.version}, {stack.provider}):{versions} "
+            f"{current.ran[stack.name]} test(s) ran")

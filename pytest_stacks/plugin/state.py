@@ -1,0 +1,46 @@
+"""The per-session state every part of the plugin reads (kept in the config's stash)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from pytest_stacks.lifecycle import StackPool, StackRecord
+from pytest_stacks.manifest import Manifest, Stack
+
+PROP_STACK = "pytest-stacks:stack"
+PROP_INFRA = "pytest-stacks:infra"
+
+
+@dataclass
+class State:
+    manifest: Manifest | None
+    selected: list[Stack]
+    explicit: bool
+    pool: StackPool | None = None
+    owner: bool = True
+    ran: Counter[str] = field(default_factory=Counter)
+    seen: Counter[str] = field(default_factory=Counter)
+    infra: dict[str, str] = field(default_factory=dict)
+    closing_problems: list[str] = field(default_factory=list)
+    records: dict[str, StackRecord] = field(default_factory=dict)
+    previous_sigterm: Any = None
+
+
+STATE = pytest.StashKey[State]()
+
+
+def state(config: pytest.Config) -> State:
+    return config.stash[STATE]
+
+
+def item_stack(item: pytest.Item) -> Stack | None:
+    """The stack a collected test is parametrised with, if any."""
+    callspec = getattr(item, "callspec", None)
+    if callspec is None:
+        return None
+    value = callspec.params.get("stack")
+    return value if isinstance(value, Stack) else None

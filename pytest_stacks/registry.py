@@ -1,0 +1,67 @@
+"""What this release can drive: one entry per backend and one per provider.
+
+Adding a backend is one folder under ``backends/`` plus one line here; nothing else dispatches
+on a backend's or a provider's name. Entries name their implementations as ``module:attribute``
+strings, resolved on first use, so that reading the manifest (which checks transports against
+this table) imports no driver, and the table itself imports nothing of the package.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class BackendSpec:
+    """One backend: what its driver speaks and where its pieces live.
+
+    ``stack_adapter`` is the backend's half of a container stack (readiness, per-run set-up,
+    the client, daemon logs); ``fake`` builds the in-process double wired to the same driver.
+    None means the manifest format knows the backend but this release cannot run it that way.
+    """
+
+    name: str
+    transports: tuple[str, ...]
+    stack_adapter: str | None = None
+    fake: str | None = None
+
+    @property
+    def implemented(self) -> bool:
+        return self.stack_adapter is not None or self.fake is not None
+
+
+@dataclass(frozen=True)
+class ProviderSpec:
+    """One provider (how a stack comes up and goes down); None: not implemented yet."""
+
+    name: str
+    factory: str | None
+
+
+BACKENDS: dict[str, BackendSpec] = {
+    spec.name: spec for spec in (
+        BackendSpec("slurm", ("local",),
+                    "pytest_stacks.backends.slurm.adapter:SlurmComposeAdapter",
+                    "pytest_stacks.backends.slurm.adapter:fake_client"),
+        BackendSpec("htcondor", ("bindings",),
+                    "pytest_stacks.backends.htcondor.adapter:HTCondorComposeAdapter",
+                    "pytest_stacks.backends.htcondor.adapter:fake_client"),
+        BackendSpec("mpi-operator", ("kubernetes",)),
+    )
+}
+
+PROVIDERS: dict[str, ProviderSpec] = {
+    spec.name: spec for spec in (
+        ProviderSpec("compose", "pytest_stacks.providers.compose:ComposeProvider"),
+        ProviderSpec("fake", "pytest_stacks.providers.fake:FakeProvider"),
+        ProviderSpec("kind", None),
+    )
+}
+
+
+def resolve(target: str) -> Any:
+    """The object a ``module:attribute`` string names."""
+    module, _, attribute = target.partition(":")
+    return getattr(importlib.import_module(module), attribute)
