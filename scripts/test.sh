@@ -21,6 +21,7 @@ run() {
 
 run .venv/bin/ruff check pytest_stacks tests bench
 run .venv/bin/mypy pytest_stacks
+run .venv/bin/lint-imports
 # In CI a missing checker (Renovate, zizmor, check-jsonschema) fails instead of skipping.
 if [ "${CI:-}" = "true" ]; then export PYTEST_STACKS_REQUIRE_CHECKERS=1; fi
 run "$PY" -m pytest -q -n 2
