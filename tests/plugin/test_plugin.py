@@ -304,3 +304,46 @@ def test_a_stack_only_test_on_a_broken_stack_is_infra_not_pass(project: pytest.P
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     assert "1 infra" in result.stdout.str()
     assert "passed" not in result.stdout.lines[-1]
+
+
+HOOKS_OF_A_MANIFEST = ("pytest_pycollect_makeitem", "pytest_generate_tests",
+                       "pytest_collection_modifyitems", "pytest_runtest_makereport",
+                       "pytest_report_teststatus", "pytest_sessionfinish",
+                       "pytest_terminal_summary")
+HOOK_PROBE = f"""
+    HOOKS = {HOOKS_OF_A_MANIFEST!r}
+
+    def test_which_hooks_are_ours(pytestconfig):
+        ours = sorted(
+            name for name in HOOKS
+            for impl in getattr(pytestconfig.hook, name).get_hookimpls()
+            if impl.plugin_name.startswith("pytest-stacks")
+            or getattr(impl.plugin, "__name__", "").startswith("pytest_stacks"))
+        print("OUR-HOOKS:", ",".join(ours) or "none")
+"""
+
+
+def test_a_project_that_does_not_use_it_pays_nothing(pytester: pytest.Pytester) -> None:
+    """Installed but unused: no collection or reporting hook of ours runs for its tests."""
+    pytester.makeini("[pytest]\n")
+    pytester.makepyfile(test_probe=HOOK_PROBE)
+    result = pytester.runpytest("-s")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*OUR-HOOKS: none"])
+
+
+def test_a_project_with_a_manifest_gets_the_hooks(project: pytest.Pytester) -> None:
+    """The converse, so the probe above cannot pass by never seeing our hooks."""
+    project.makepyfile(test_probe=HOOK_PROBE)
+    result = project.runpytest("-s", "test_probe.py")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines([f"*OUR-HOOKS: {','.join(sorted(HOOKS_OF_A_MANIFEST))}"])
+
+
+def test_a_stack_test_without_a_manifest_is_an_error_not_a_pass(
+        pytester: pytest.Pytester) -> None:
+    pytester.makeini("[pytest]\n")
+    pytester.makepyfile(test_needs_stack="def test_meta(stack):\n    pass\n")
+    result = pytester.runpytest()
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["*uses the 'stack' fixture but no manifest is configured*"])

@@ -69,6 +69,14 @@ def _set(path: str, value: Any) -> Callable[[dict[str, Any]], None]:
 
 _DELETE = object()
 
+
+def _declare_backend_and_use(name: str) -> Callable[[dict[str, Any]], None]:
+    def apply(data: dict[str, Any]) -> None:
+        data["backends"][name] = {"window": {"anchor": "1.0", "leading_edge": "2.0"}}
+        data["stacks"][0]["backend"] = name
+        data["stacks"][0]["version"] = "1.0"
+    return apply
+
 # (id, mutation, substrings the message must contain)
 CORPUS: list[tuple[str, Callable[[dict[str, Any]], None], list[str]]] = [
     ("unknown-top-key", _set("stackz", []), ["stackz: unknown key", "Did you mean 'stacks'"]),
@@ -131,6 +139,14 @@ CORPUS: list[tuple[str, Callable[[dict[str, Any]], None], list[str]]] = [
     ("canary-empty", _set("stacks/1/canary", {}), ["canary: must not be empty"]),
     ("stack-not-mapping", _set("stacks/0", "fake-slurm"),
      ["stacks[0]: expected a mapping, got string"]),
+    ("transport-not-implemented", _set("stacks/1/transport", "ssh"),
+     ["stacks[1] (slurm-24.11).transport: the slurm driver does not support transport 'ssh'",
+      "Supported for slurm: local"]),
+    ("transport-of-another-backend", _set("stacks/0/transport", "bindings"),
+     ["stacks[0] (fake-slurm).transport", "does not support transport 'bindings'"]),
+    ("backend-without-driver", _declare_backend_and_use("pbs"),
+     ["stacks[0] (fake-slurm).backend: pytest-stacks has no driver for backend 'pbs'",
+      "Drivers exist for: slurm, htcondor"]),
 ]
 
 

@@ -13,6 +13,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from pytest_stacks.versions import release
+
 #: Job status codes as schedd ads carry them in ``JobStatus``.
 STATUS_NAMES = {1: "Idle", 2: "Running", 3: "Removed", 4: "Completed", 5: "Held",
                 6: "Transferring Output", 7: "Suspended"}
@@ -84,4 +86,5 @@ def parse_condor_version(text: str) -> str:
 
 
 def version_tuple(version: str) -> tuple[int, ...]:
-    return tuple(int(p) for p in parse_condor_version(version).split("."))
+    """The release of a version as HTCondor prints it (``$CondorVersion: ...`` or bare)."""
+    return release(parse_condor_version(version))

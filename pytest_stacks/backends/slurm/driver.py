@@ -26,8 +26,10 @@ from pytest_stacks.contract import (
 )
 from pytest_stacks.errors import BackendCallError
 from pytest_stacks.transports import CommandResult, Transport
+from pytest_stacks.versions import at_least
 
 SCRIPT_NAME = ".pytest-stacks-job.sh"
+JSON_SINCE = (21, 8)  # `squeue --json` (data_parser) first shipped in 21.08
 
 
 class SlurmClient:
@@ -64,8 +66,7 @@ class SlurmClient:
 
     @staticmethod
     def _json_capable(version: str) -> bool:
-        major, minor = (int(p) for p in version.split(".")[:2])
-        return (major, minor) >= (21, 8)
+        return at_least(version, JSON_SINCE)
 
     # ------------------------------------------------------------ submit
 
