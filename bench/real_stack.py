@@ -29,6 +29,7 @@ from pytest_stacks.manifest import load  # noqa: E402
 from pytest_stacks.providers import images, stack_adapter  # noqa: E402
 from pytest_stacks.providers.base import RunContext, StackInfo  # noqa: E402
 from pytest_stacks.providers.compose import free_port  # noqa: E402
+from pytest_stacks.providers.labels import KEEP_MARK  # noqa: E402
 from pytest_stacks.transports.docker_exec import DockerExecTransport  # noqa: E402
 
 PY = sys.executable
@@ -89,7 +90,7 @@ def by_hand(stack_name: str) -> tuple[float, float, float]:
                          container=container)
         transport = DockerExecTransport(dockerutil.client().containers.get(container))
         info.endpoints.update(stack_adapter(stack).prepare(stack, transport, run_dir, ports))
-        RunDirectory(RunContext(run_dir.name, run_dir, 0, "keep")).write_record(
+        RunDirectory(RunContext(run_dir.name, run_dir, 0, KEEP_MARK)).write_record(
             StackRecord(stack_name, info, observed_version=stack.version))
         started = time.time()
         result = subprocess.run([PY, "-m", "pytest", "tests/contract", f"--stack={stack_name}",

@@ -10,6 +10,7 @@ from pytest_stacks.providers.base import RunContext
 from pytest_stacks.providers.compose import _failed_step
 from pytest_stacks.providers.images import content_tag
 from pytest_stacks.providers.labels import (
+    KEEP_MARK,
     LABEL_OWNER_HOST,
     LABEL_OWNER_PID,
     LABEL_OWNER_START,
@@ -60,6 +61,6 @@ def test_this_process_is_alive_and_a_dead_or_reused_pid_is_not() -> None:
 
 def test_kept_stacks_and_other_hosts_are_never_reaped() -> None:
     me = RunContext.for_this_process("r", Path("/tmp/x")).labels("s")
-    assert reaper.owner_alive({**me, LABEL_OWNER_PID: "0", LABEL_OWNER_START: "keep"})
+    assert reaper.owner_alive({**me, LABEL_OWNER_PID: "0", LABEL_OWNER_START: KEEP_MARK})
     assert reaper.owner_alive({**me, LABEL_OWNER_PID: "999999999",
                                LABEL_OWNER_HOST: "another-host"})
