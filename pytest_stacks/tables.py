@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+from collections.abc import Mapping
 
 from rich.console import Console
 from rich.table import Table
@@ -27,7 +28,9 @@ def stacks_table(manifest: Manifest) -> str:
     return _render(table)
 
 
-def stack_details(stack: Stack) -> str:
+def stack_details(stack: Stack, origins: Mapping[str, str] | None = None) -> str:
+    """One stack in full; with ``origins``, where each field came from (which file and line:
+    the project's manifest or the catalogue it extends)."""
     lines = [
         f"name:          {stack.name}",
         f"description:   {stack.description or '-'}",
@@ -63,4 +66,8 @@ def stack_details(stack: Stack) -> str:
                                                    for k, v in floats.items()))
     if stack.options:
         lines.append(f"options:       {dict(stack.options)}")
+    if origins:
+        width = max(len(name) for name in origins)
+        lines.append("where each field comes from:")
+        lines.extend(f"  {name:<{width}}  {origin}" for name, origin in sorted(origins.items()))
     return "\n".join(lines)

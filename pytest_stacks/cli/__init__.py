@@ -25,8 +25,9 @@ EXIT_CODES: tuple[tuple[type[BaseException], int], ...] = (
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="pytest-stacks", description=__doc__)
-    parser.add_argument("--manifest", default="manifest.yaml",
-                        help="manifest path (default: ./manifest.yaml)")
+    parser.add_argument("--manifest", default=None, metavar="PATH",
+                        help="manifest path (default: ./manifest.yaml if it is a pytest-stacks "
+                             "manifest, else the stack catalogue shipped with pytest-stacks)")
     sub = parser.add_subparsers(dest="command", required=True)
     stacks.register(sub)
     planning.register(sub)

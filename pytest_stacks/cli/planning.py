@@ -7,18 +7,12 @@ import json
 import os
 import sys
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 from pytest_stacks import ci
+from pytest_stacks.cli.common import manifest
 from pytest_stacks.errors import StacksError
-from pytest_stacks.manifest import LANES, Manifest
-from pytest_stacks.manifest import load as load_manifest
-
-
-def _manifest(args: argparse.Namespace) -> Manifest:
-    # SUPPRESS below: a sub-command default must not override `pytest-stacks --manifest X`.
-    return load_manifest(Path(getattr(args, "manifest", None) or "manifest.yaml"))
+from pytest_stacks.manifest import LANES
 
 
 def write_github_output(values: Mapping[str, str]) -> None:
@@ -35,11 +29,11 @@ def write_github_output(values: Mapping[str, str]) -> None:
 
 
 def cmd_matrix(args: argparse.Namespace) -> int:
-    manifest = _manifest(args)
+    loaded = manifest(args)
     if args.format == "github" and not os.environ.get("GITHUB_OUTPUT"):
         write_github_output({})  # raises the clear error before any work
     try:
-        result = ci.matrix(manifest, args.lane)
+        result = ci.matrix(loaded, args.lane)
     except ci.EmptyLaneError:
         if args.format == "github":
             write_github_output({"has_rows": "false", "count": "0"})
@@ -55,7 +49,7 @@ def cmd_matrix(args: argparse.Namespace) -> int:
 
 
 def cmd_window(args: argparse.Namespace) -> int:
-    sys.stdout.write(ci.window_markdown(_manifest(args)))
+    sys.stdout.write(ci.window_markdown(manifest(args)))
     return 0
 
 
@@ -70,10 +64,10 @@ def register(subparsers: Any) -> None:
                    help="json: print it; github: append matrix=, has_rows=, count= to "
                         "$GITHUB_OUTPUT")
     m.add_argument("--manifest", default=argparse.SUPPRESS, metavar="PATH",
-                   help="manifest to read (default: manifest.yaml)")
+                   help="manifest to read (default: as for pytest-stacks --manifest)")
     m.set_defaults(func=cmd_matrix)
     w = subparsers.add_parser(
         "window", help="print the support window per backend as a Markdown table")
     w.add_argument("--manifest", default=argparse.SUPPRESS, metavar="PATH",
-                   help="manifest to read (default: manifest.yaml)")
+                   help="manifest to read (default: as for pytest-stacks --manifest)")
     w.set_defaults(func=cmd_window)

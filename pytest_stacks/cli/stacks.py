@@ -5,43 +5,34 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 from typing import Any
 
 from pytest_stacks import signals, tables
+from pytest_stacks.cli.common import manifest
 from pytest_stacks.errors import StacksError
-from pytest_stacks.manifest import Manifest
-from pytest_stacks.manifest import load as load_manifest
 from pytest_stacks.selection import select, unknown_stack_message
 
 
-def _manifest(args: argparse.Namespace) -> Manifest:
-    return load_manifest(Path(args.manifest))
-
-
 def cmd_list(args: argparse.Namespace) -> int:
-    print(tables.stacks_table(_manifest(args)))
+    print(tables.stacks_table(manifest(args)))
     return 0
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    manifest = _manifest(args)
-    if args.name not in manifest.names():
-        raise StacksError(unknown_stack_message(args.name, manifest.names(), manifest))
-    print(tables.stack_details(manifest.get(args.name)))
+    loaded = manifest(args)
+    if args.name not in loaded.names():
+        raise StacksError(unknown_stack_message(args.name, loaded.names(), loaded))
+    print(tables.stack_details(loaded.get(args.name), loaded.origins.get(args.name, {})))
     return 0
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
     from pytest_stacks import doctor
 
-    manifest = None
-    stacks = []
-    if Path(args.manifest).exists():
-        manifest = _manifest(args)
-        stacks = select(manifest, args.stack) if args.stack else [
-            s for s in manifest.stacks if s.provider == "compose"]
-    return doctor.run(manifest, stacks, fix=args.fix)
+    loaded = manifest(args)
+    stacks = select(loaded, args.stack) if args.stack else [
+        s for s in loaded.stacks if s.provider == "compose"]
+    return doctor.run(loaded, stacks, fix=args.fix)
 
 
 def cmd_seed(args: argparse.Namespace) -> int:
@@ -73,8 +64,7 @@ def cmd_up(args: argparse.Namespace) -> int:
     from pytest_stacks.providers.base import RunContext
     from pytest_stacks.providers.labels import KEEP_MARK
 
-    manifest = _manifest(args)
-    chosen = select(manifest, [args.name])
+    chosen = select(manifest(args), [args.name])
     if len(chosen) != 1:
         raise StacksError(f"{args.name!r} matches {len(chosen)} stacks; name exactly one")
     [stack] = chosen

@@ -8,10 +8,14 @@ the closest valid name. Loading never raises anything but :class:`ManifestError`
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
-from pytest_stacks.errors import ManifestError
+from pytest_stacks.errors import ManifestError, StacksError
 from pytest_stacks.manifest.build import build
+from pytest_stacks.manifest.catalogue import catalogue_manifest
+from pytest_stacks.manifest.extend import Source, check_version, merge, standalone_origins
 from pytest_stacks.manifest.model import (
     LANES,
     PROVIDERS,
@@ -29,7 +33,7 @@ from pytest_stacks.manifest.model import (
     Timeouts,
     Window,
 )
-from pytest_stacks.manifest.positions import parse_yaml
+from pytest_stacks.manifest.positions import Positions, parse_yaml
 from pytest_stacks.manifest.references import reference_problems
 from pytest_stacks.manifest.schema_check import (
     known_valid,
@@ -60,16 +64,40 @@ def load(path: str | Path) -> Manifest:
 
 def loads(text: str, path: str | Path = "manifest.yaml") -> Manifest:
     path = Path(path)
+    data, positions = _parsed(text, path)
+    if "catalogue" in data:
+        return _extending(Source(data, positions), path)
+    problems = list(reference_problems(data, positions, path))
+    if problems:
+        raise ManifestError(problems)
+    return replace(build(data, path), origins=standalone_origins(data, positions))
+
+
+def _parsed(text: str, path: Path) -> tuple[dict[str, Any], Positions]:
+    """Parsed and checked against the schema (a text that passed once is remembered)."""
     data, lines, problems = parse_yaml(text, path)
     if problems:
         raise ManifestError(problems)
+    positions = Positions(path, lines)
     if not known_valid(text):
-        problems = list(schema_problems(data, lines, path))
+        problems = list(schema_problems(data, positions))
         if problems:
             raise ManifestError(problems)
         remember_valid(text)
-    problems = list(reference_problems(data, lines, path))
+    return data, positions
+
+
+def _extending(project: Source, path: Path) -> Manifest:
+    """A project manifest laid over the catalogue (see :mod:`.extend`)."""
+    check_version(project)
+    try:
+        catalogue = catalogue_manifest()
+        text = catalogue.read_text(encoding="utf-8")
+    except (StacksError, OSError) as exc:
+        raise ManifestError([f"{path}: catalogue: {exc}"]) from None
+    merged = merge(project, Source(*_parsed(text, catalogue)))
+    problems = [*schema_problems(merged.data, merged.positions),
+                *reference_problems(merged.data, merged.positions, path)]
     if problems:
         raise ManifestError(problems)
-    return build(data, path)
-
+    return replace(build(merged.data, path), origins=merged.origins, catalogue=catalogue)

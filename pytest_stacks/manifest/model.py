@@ -148,10 +148,15 @@ class Stack:
 
 @dataclass(frozen=True)
 class Manifest:
+    """``origins``: per stack and field (dotted path), the ``file:line`` it came from;
+    ``catalogue``: the catalogue manifest this one extends, if it does."""
+
     path: Path
     capabilities: Mapping[str, str]
     backends: Mapping[str, Backend]
     stacks: tuple[Stack, ...]
+    origins: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    catalogue: Path | None = None
 
     @property
     def root(self) -> Path:

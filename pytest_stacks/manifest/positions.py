@@ -7,7 +7,7 @@ stack or a pasted block, so the node tree is walked once by hand and duplicates 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -77,6 +77,55 @@ def line_of(lines: Mapping[PathKey, int], at: PathKey) -> int:
         at = at[:-1]
     return lines.get(at, 1)
 
+
+class Positions:
+    """Where each node of one parsed file stands: ``file:line`` for a field path."""
+
+    def __init__(self, path: Path, lines: Mapping[PathKey, int]) -> None:
+        self.path, self.lines = path, lines
+
+    def where(self, at: PathKey) -> str:
+        return f"{self.path}:{line_of(self.lines, at)}"
+
+    def sort_key(self, at: PathKey) -> tuple[str, int]:
+        return str(self.path), line_of(self.lines, at)
+
+    def describe(self, data: Any, at: PathKey) -> str:
+        """The field path as a person reads it: with the stack's name beside its index."""
+        return describe_path(data, at)
+
+
+class MergedPositions(Positions):
+    """Positions in a manifest merged from several files (a project manifest extending the
+    catalogue): each merged stack points back into the file, and the entry, it came from."""
+
+    def __init__(self, top: Positions, stacks: Sequence[tuple[Positions, int]]) -> None:
+        super().__init__(top.path, top.lines)
+        self._top = top
+        self._stacks = list(stacks)
+
+    def _source(self, at: PathKey) -> tuple[Positions, PathKey]:
+        if len(at) >= 2 and at[0] == "stacks" and isinstance(at[1], int) \
+                and at[1] < len(self._stacks):
+            source, index = self._stacks[at[1]]
+            return source, ("stacks", index, *at[2:])
+        return self._top, at
+
+    def where(self, at: PathKey) -> str:
+        source, local = self._source(at)
+        return source.where(local)
+
+    def sort_key(self, at: PathKey) -> tuple[str, int]:
+        source, local = self._source(at)
+        return source.sort_key(local)
+
+    def describe(self, data: Any, at: PathKey) -> str:
+        """Numbered as in the file the stack came from, not as in the merged list."""
+        text = describe_path(data, at)
+        _, local = self._source(at)
+        if local[:1] == ("stacks",) and at[1:2] != local[1:2]:
+            text = text.replace(f"stacks[{at[1]}]", f"stacks[{local[1]}]", 1)
+        return text
 
 
 def describe_path(data: Any, at: PathKey) -> str:

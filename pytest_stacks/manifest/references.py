@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_stacks import registry
-from pytest_stacks.manifest.positions import PathKey, describe_path, line_of
+from pytest_stacks.manifest.positions import Positions
 from pytest_stacks.suggest import did_you_mean
 from pytest_stacks.versions import release, series_after
 
@@ -20,17 +20,18 @@ from pytest_stacks.versions import release, series_after
 class _Locator:
     """Formats ``file:line: field path`` for a problem at a place in the raw data."""
 
-    def __init__(self, data: Any, lines: Mapping[PathKey, int], path: Path) -> None:
-        self.data, self.lines, self.path = data, lines, path
+    def __init__(self, data: Any, positions: Positions) -> None:
+        self.data, self.positions = data, positions
 
     def __call__(self, *parts: str | int) -> str:
-        return (f"{self.path}:{line_of(self.lines, tuple(parts))}: "
-                f"{describe_path(self.data, tuple(parts))}")
+        return (f"{self.positions.where(tuple(parts))}: "
+                f"{self.positions.describe(self.data, tuple(parts))}")
 
 
-def reference_problems(data: dict[str, Any], lines: Mapping[PathKey, int],
+def reference_problems(data: dict[str, Any], positions: Positions,
                        path: Path) -> Iterable[str]:
-    at = _Locator(data, lines, path)
+    """``path`` is the manifest the stacks' relative folders are resolved against."""
+    at = _Locator(data, positions)
     yield from _window_problems(data["backends"], at)
     seen: dict[str, int] = {}
     for index, stack in enumerate(data["stacks"]):
@@ -53,6 +54,10 @@ def _window_problems(backends: Mapping[str, Any], at: _Locator) -> Iterable[str]
 
 def _stack_problems(data: dict[str, Any], index: int, stack: dict[str, Any], at: _Locator,
                     path: Path) -> Iterable[str]:
+    if "extends" in stack:
+        yield (f"{at('stacks', index, 'extends')}: 'extends' starts from a catalogue stack, "
+               f"so it needs a top-level 'catalogue:' block (catalogue: {{version: ...}}).")
+        return
     capabilities = list(data["capabilities"])
     backends: dict[str, Any] = data["backends"]
     backend = stack["backend"]

@@ -11,13 +11,13 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from functools import cache
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from pytest_stacks.manifest.positions import PathKey, describe_path, line_of
+from pytest_stacks.manifest.positions import PathKey, Positions
 from pytest_stacks.suggest import did_you_mean
 
 
@@ -57,40 +57,39 @@ def remember_valid(text: str) -> None:
 
 
 
-def schema_problems(data: Any, lines: Mapping[PathKey, int], path: Path) -> Iterable[str]:
+def schema_problems(data: Any, positions: Positions) -> Iterable[str]:
     import jsonschema
 
     validator = jsonschema.Draft202012Validator(schema())
     errors = sorted(validator.iter_errors(data),
-                    key=lambda e: line_of(lines, tuple(e.absolute_path)))
+                    key=lambda e: positions.sort_key(tuple(e.absolute_path)))
     seen: set[str] = set()
     for error in errors:
-        for problem in _explain(error, data, lines, path):
+        for problem in _explain(error, data, positions):
             if problem not in seen:  # e.g. one "missing keys" report per missing key
                 seen.add(problem)
                 yield problem
 
 
-def _explain(error: Any, data: Any, lines: Mapping[PathKey, int],
-             path: Path) -> Iterable[str]:
+def _explain(error: Any, data: Any, positions: Positions) -> Iterable[str]:
     at: PathKey = tuple(error.absolute_path)
     if error.validator == "additionalProperties" and isinstance(error.instance, dict):
         schema_node: Any = error.schema
         allowed = list(schema_node.get("properties", {}))
         extra = [k for k in error.instance if k not in allowed]
         for key in extra:
-            where = f"{path}:{line_of(lines, (*at, key))}"
-            yield (f"{where}: {describe_path(data, (*at, key))}: unknown key. Expected one of: "
-                   f"{', '.join(allowed)}.{did_you_mean(key, allowed)}")
+            where = positions.where((*at, key))
+            yield (f"{where}: {positions.describe(data, (*at, key))}: unknown key. Expected "
+                   f"one of: {', '.join(allowed)}.{did_you_mean(key, allowed)}")
         return
     if error.validator in {"anyOf", "oneOf", "allOf"} and error.context:
         import jsonschema
 
         best = jsonschema.exceptions.best_match(error.context)
-        yield from _explain(best, data, lines, path)
+        yield from _explain(best, data, positions)
         return
-    where = f"{path}:{line_of(lines, at)}"
-    field_name = describe_path(data, at)
+    where = positions.where(at)
+    field_name = positions.describe(data, at)
     expected = _expected(error)
     yield f"{where}: {field_name}: {expected}"
 

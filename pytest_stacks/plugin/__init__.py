@@ -19,13 +19,13 @@ from pytest_stacks.errors import ManifestError, StacksError, UnknownStackError
 from pytest_stacks.lifecycle import StackPool, new_run_id, runs_root
 from pytest_stacks.manifest import Manifest, Stack
 from pytest_stacks.manifest import load as load_manifest
+from pytest_stacks.manifest.catalogue import default_manifest
 from pytest_stacks.plugin import collection, fixtures, hookspecs, reporting
 from pytest_stacks.plugin.state import STATE, State
 from pytest_stacks.plugin.xdist import XdistBridge, controller_run
 from pytest_stacks.providers.base import RunContext
 from pytest_stacks.selection import select
 
-DEFAULT_MANIFEST = "manifest.yaml"
 MARKERS = (
     "requires(*capabilities): run only on stacks that offer every capability; skipped "
     "elsewhere, with the missing capabilities named.",
@@ -48,8 +48,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="Stack to run against (repeatable; shell globs such as 'slurm-*'). "
                          "Default: the fake stacks.")
     group.addoption("--stack-manifest", default=None, metavar="PATH",
-                    help="Manifest to read (default: the 'stacks_manifest' ini option; with "
-                         "--stack/--stacks and no ini option, manifest.yaml in the rootdir).")
+                    help="Manifest to read (default: the 'stacks_manifest' ini option; else "
+                         "the rootdir's manifest.yaml if it is a pytest-stacks manifest; else "
+                         "the stack catalogue shipped with pytest-stacks).")
     group.addoption("--stacks", action="store_true", default=False,
                     help="List the stacks of the manifest and exit.")
     group.addoption("--stack-lane", choices=("pinned", "canary"), default="pinned",
@@ -60,10 +61,18 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def _manifest_path(config: pytest.Config) -> Path:
+    """--stack-manifest, else the ini option, else the project's own manifest.yaml if it is a
+    pytest-stacks manifest, else the catalogue that ships with pytest-stacks."""
     given = config.getoption("stack_manifest")
     if given:
         return Path(given).expanduser().absolute()
-    return Path(config.rootpath, str(config.getini("stacks_manifest") or DEFAULT_MANIFEST))
+    ini = str(config.getini("stacks_manifest") or "")
+    if ini:
+        return Path(config.rootpath, ini)
+    try:
+        return default_manifest(config.rootpath)
+    except StacksError as exc:
+        raise pytest.UsageError(f"pytest-stacks: {exc}") from None
 
 
 def _manifest_requested(config: pytest.Config) -> bool:

@@ -1,0 +1,144 @@
+"""Project manifests that extend the catalogue: merging, provenance, version skew, errors."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from pytest_stacks.errors import ManifestError
+from pytest_stacks.manifest import load
+from pytest_stacks.manifest.catalogue import (
+    catalogue_manifest,
+    catalogue_version,
+    default_manifest,
+)
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def project(tmp_path: Path, body: str, version: str | None = None,
+            use: str | None = None) -> Path:
+    path = tmp_path / "manifest.yaml"
+    head = f'version: 1\ncatalogue:\n  version: "{version or catalogue_version()}"\n'
+    path.write_text(head + (f"  use: {use}\n" if use else "") + textwrap.dedent(body))
+    return path
+
+
+def problems(path: Path) -> str:
+    with pytest.raises(ManifestError) as caught:
+        load(path)
+    return str(caught.value)
+
+
+def test_the_catalogue_is_this_repositorys_manifest_in_a_checkout() -> None:
+    assert catalogue_manifest() == REPO / "manifest.yaml"
+
+
+def test_no_project_manifest_means_the_catalogue(tmp_path: Path) -> None:
+    assert default_manifest(tmp_path) == catalogue_manifest()
+    (tmp_path / "manifest.yaml").write_text("apiVersion: v1\nkind: ConfigMap\n")
+    assert default_manifest(tmp_path) == catalogue_manifest()  # someone else's manifest.yaml
+    mine = project(tmp_path, "")
+    assert default_manifest(tmp_path) == mine
+
+
+def test_extending_uses_selected_stacks_and_adds_own(tmp_path: Path) -> None:
+    (tmp_path / "stacks/mine").mkdir(parents=True)
+    (tmp_path / "stacks/mine/compose.yaml").write_text("services: {slurm: {image: x}}\n")
+    path = project(tmp_path, """\
+        capabilities:
+          my.feature: The site's own promise.
+        stacks:
+          - name: my-slurm
+            extends: slurm-24.11
+            capabilities: [submit, status, my.feature]
+            options: {min_job_age: 2}
+            timeouts: {job: 60}
+          - name: my-own
+            backend: slurm
+            version: "24.11.5"
+            provider: compose
+            transport: local
+            configuration: with-my-service
+            capabilities: [submit, my.feature]
+            lanes: [full]
+            compose: {directory: stacks/mine, service: slurm}
+        """, use="[fake-*, slurm-24.11]")
+    manifest = load(path)
+    assert manifest.catalogue == catalogue_manifest()
+    assert manifest.names() == ["fake-slurm", "fake-slurm-20.11", "fake-htcondor",
+                                "fake-htcondor-lts-client", "slurm-24.11", "my-slurm", "my-own"]
+    base, mine, own = manifest.get("slurm-24.11"), manifest.get("my-slurm"), manifest.get("my-own")
+    assert "my.feature" in manifest.capabilities and "outputs.repeatable" in manifest.capabilities
+    # Inherited: the catalogue's pins and folder; overridden: what the project says.
+    assert mine.compose is not None and base.compose is not None
+    assert mine.compose.directory == base.compose.directory == REPO / "stacks/slurm"
+    assert mine.compose.build_args == base.compose.build_args and mine.version == base.version
+    assert mine.capabilities == {"submit", "status", "my.feature"}
+    assert mine.options == {"min_job_age": 2} and mine.timeouts.job == 60
+    assert own.compose is not None and own.compose.directory == tmp_path / "stacks/mine"
+    origins = manifest.origins["my-slurm"]
+    assert origins["options.min_job_age"].startswith(f"{path}:")
+    assert origins["compose.build_args.SLURM_VERSION"].startswith(f"{REPO / 'manifest.yaml'}:")
+    assert "via extends: slurm-24.11" in origins["compose.build_args.SLURM_VERSION"]
+    assert manifest.origins["slurm-24.11"]["version"].startswith(f"{REPO / 'manifest.yaml'}:")
+
+
+def test_no_use_means_every_catalogue_stack(tmp_path: Path) -> None:
+    catalogue = load(catalogue_manifest())
+    assert load(project(tmp_path, "")).names() == catalogue.names()
+
+
+def test_version_skew_is_refused_with_both_versions(tmp_path: Path) -> None:
+    text = problems(project(tmp_path, "", version="0.0"))
+    assert "catalogue.version" in text and "written for the pytest-stacks catalogue 0.0" in text
+    assert f'set catalogue.version: "{catalogue_version()}"' in text
+
+
+@pytest.mark.parametrize(("body", "expected"), [
+    ("catalogue: {version: '%s', use: [slurm-24.1]}\n",
+     ["catalogue.use[0]: 'slurm-24.1' matches no catalogue stack", "Did you mean"]),
+    ("stacks:\n  - {name: x, extends: slurm-2411}\n",
+     ["stacks[0] (x).extends: 'slurm-2411' is not a catalogue stack", "Did you mean"]),
+    ("stacks:\n  - {name: slurm-24.11, extends: slurm-24.11}\n",
+     ["stack 'slurm-24.11' is also a catalogue stack in use", "manifest.yaml"]),
+    ("capabilities: {submit: Something else entirely.}\n",
+     ["capability 'submit' is already declared by the catalogue"]),
+    ("backends: {slurm: {window: {anchor: '20.11', leading_edge: '26.05'}}}\n",
+     ["backend 'slurm' and its support window come from the catalogue",
+      "cannot redefine them"]),
+    ("stacks:\n  - {name: x, extends: slurm-24.11, transport: ssh}\n",
+     ["stacks[0] (x).transport: the slurm driver does not support transport 'ssh'"]),
+])
+def test_errors_in_the_combination_name_both_files(tmp_path: Path, body: str,
+                                                   expected: list[str]) -> None:
+    if body.startswith("catalogue:"):  # replaces the whole catalogue block
+        path = tmp_path / "manifest.yaml"
+        path.write_text("version: 1\n" + body % catalogue_version())
+    else:
+        path = project(tmp_path, body)
+    text = problems(path)
+    assert str(path) in text
+    for fragment in expected:
+        assert fragment in text, text
+
+
+def test_a_merged_stack_problem_points_at_the_project_line(tmp_path: Path) -> None:
+    path = project(tmp_path, "stacks:\n  - {name: x, extends: slurm-24.11, lanes: [nightly]}\n")
+    text = problems(path)
+    assert f"{path}:5: stacks[" in text and "'nightly' is not allowed" in text
+
+
+def test_extends_needs_a_catalogue_block(tmp_path: Path) -> None:
+    path = tmp_path / "manifest.yaml"
+    path.write_text(textwrap.dedent("""\
+        version: 1
+        capabilities: {submit: s}
+        backends: {slurm: {window: {anchor: "22.05", leading_edge: "26.05"}}}
+        stacks:
+          - {name: x, extends: slurm-24.11}
+        """))
+    assert "'extends' starts from a catalogue stack, so it needs a top-level 'catalogue:'" \
+        in problems(path)
