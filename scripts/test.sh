@@ -33,8 +33,11 @@ if docker info >/dev/null 2>&1; then
     for s in $REAL_STACKS; do args+=(--stack="$s"); done
     run "$PY" -m pytest tests/contract tests/backend -q "${args[@]}" -p no:randomly
     PYTEST_STACKS_REQUIRE_DOCKER=1 run "$PY" -m pytest tests/faults -q
+    # The wheel as users install it: the packaged catalogue, fake and real stacks.
+    PYTEST_STACKS_REQUIRE_DOCKER=1 run "$PY" -m pytest tests/packaging -q
 else
     echo "== no Docker engine: real stacks and fault tests not run (scripts/setup.sh installs one)"
+    run "$PY" -m pytest tests/packaging -q
     if [ "${CI:-}" = "true" ]; then
         echo "FAIL: CI must run the real stacks" >&2
         exit 1

@@ -80,11 +80,23 @@ def _parsed(text: str, path: Path) -> tuple[dict[str, Any], Positions]:
         raise ManifestError(problems)
     positions = Positions(path, lines)
     if not known_valid(text):
-        problems = list(schema_problems(data, positions))
+        problems = list(schema_problems(_outline(data), positions))
         if problems:
             raise ManifestError(problems)
         remember_valid(text)
     return data, positions
+
+
+def _outline(data: Any) -> Any:
+    """What the schema sees of a project manifest before merging: a stack that ``extends`` a
+    catalogue stack is only complete once merged (and checked then), so here it is its name
+    and its base."""
+    if not isinstance(data, dict) or "catalogue" not in data \
+            or not isinstance(data.get("stacks"), list):
+        return data
+    stacks = [{k: v for k, v in s.items() if k in ("name", "extends")}
+              if isinstance(s, dict) and "extends" in s else s for s in data["stacks"]]
+    return {**data, "stacks": stacks}
 
 
 def _extending(project: Source, path: Path) -> Manifest:

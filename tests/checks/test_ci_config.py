@@ -576,7 +576,7 @@ def _workflow(name: str) -> dict[Any, Any]:
 def test_workflows_match_the_builtin_schema() -> None:
     tool = _python_tool("check-jsonschema")
     files = sorted(WORKFLOWS.glob("*.y*ml"))
-    assert {f.name for f in files} >= {"ci.yml", "integration.yml", "canary.yml"}
+    assert {f.name for f in files} >= {"ci.yml", "integration.yml", "canary.yml", "stacks.yml"}
     done = _run([tool, "--builtin-schema", "vendor.github-workflows", *files], timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
 
@@ -621,18 +621,29 @@ def test_piped_steps_fail_when_their_command_fails() -> None:
                     f"{path.name}:{job}: run directories are copied with their tokens/")
 
 
-def test_integration_workflow_shape() -> None:
+def test_integration_workflow_calls_the_reusable_one() -> None:
     wf = _workflow("integration.yml")
     assert {"pull_request", "workflow_call"} <= set(wf["on"])
     assert wf["concurrency"]["cancel-in-progress"]
+    [job] = wf["jobs"].values()
+    assert job["uses"] == "./.github/workflows/stacks.yml"
+    assert job["with"]["pytest-stacks"] == "-e .[dev]"
+    assert job["with"]["test-paths"] == "tests/contract tests/backend"
+
+
+def test_reusable_stack_workflow_shape() -> None:
+    wf = _workflow("stacks.yml")
+    assert set(wf["on"]) == {"workflow_call"}
+    assert {"lane", "test-paths", "python-version", "pytest-stacks", "install", "setup",
+            "manifest"} == set(wf["on"]["workflow_call"]["inputs"])
     plan, stack = wf["jobs"]["plan"], wf["jobs"]["stack"]
-    assert any("pytest-stacks matrix --lane" in s.get("run", "") for s in plan["steps"])
+    assert any(re.search(r"pytest-stacks .*matrix --lane", s.get("run", "")) for s in plan["steps"])
     assert stack["strategy"]["fail-fast"] is False
     assert "fromJSON(needs.plan.outputs.matrix)" in stack["strategy"]["matrix"]
     assert "has_rows" in stack["if"]
     assert "matrix.timeout_minutes" in str(stack["timeout-minutes"])
     runs = " ".join(s.get("run", "") for s in stack["steps"])
-    assert "pytest-stacks doctor --fix" in runs and "PYTEST_ARGS" in runs
+    assert re.search(r"pytest-stacks .*doctor --fix", runs) and "PYTEST_ARGS" in runs
     upload = next(s for s in stack["steps"] if "upload-artifact" in s.get("uses", ""))
     assert upload["if"] == "failure()" and upload["with"]["name"] == "${{ matrix.artifact }}"
 
@@ -672,3 +683,75 @@ def test_readme_window_table_is_generated() -> None:
     assert match.group(1).strip() == expected.strip(), (
         "README.md's support-window table is stale: replace the text between the markers "
         "with the output of `pytest-stacks window`.")
+
+
+# ---------------------------------------------------------------- for user repositories
+
+EXAMPLE = ROOT / "examples" / "user-project"
+PRESET = ROOT / "renovate" / "pytest-stacks.json"
+
+
+def test_example_workflow_passes_the_same_validators() -> None:
+    workflows = sorted((EXAMPLE / ".github" / "workflows").glob("*.y*ml"))
+    assert workflows
+    done = _run([_python_tool("check-jsonschema"), "--builtin-schema", "vendor.github-workflows",
+                 *workflows], timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    done = _run([_python_tool("zizmor"), "--offline", "--persona", "pedantic", "--no-progress",
+                 str(EXAMPLE / ".github")], timeout=120)
+    assert done.returncode == 0, done.stdout[-6000:] + done.stderr[-2000:]
+    [job] = yaml.safe_load(workflows[0].read_text())["jobs"].values()
+    assert job["uses"].split("@")[0].endswith("/pytest-stacks/.github/workflows/stacks.yml")
+
+
+@pytest.mark.parametrize("config", [PRESET, EXAMPLE / "renovate.json"],
+                         ids=["preset", "example"])
+def test_preset_and_example_renovate_configs_are_valid(config: Path) -> None:
+    done = _run([_renovate_tool("renovate-config-validator"), "--strict", str(config)],
+                timeout=300)
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
+
+
+def test_example_extends_the_preset() -> None:
+    extends = json.loads((EXAMPLE / "renovate.json").read_text())["extends"]
+    assert any(e.startswith("github>") and "//renovate/pytest-stacks" in e for e in extends)
+
+
+def test_the_preset_is_what_this_repository_uses() -> None:
+    """One set of managers and rules: the preset must not drift from renovate.json."""
+    preset = json.loads(PRESET.read_text())
+    ours = json.loads((ROOT / "renovate.json").read_text())
+    assert preset["customManagers"] == ours["customManagers"]
+    own_rules = [r for r in preset["packageRules"] if r.get("groupName") != "pytest-stacks"]
+    assert own_rules and all(rule in ours["packageRules"] for rule in own_rules)
+    assert any(r.get("matchPackageNames") == ["pytest-stacks"] for r in preset["packageRules"])
+
+
+def test_the_preset_tracks_a_user_manifests_pins(tmp_path: Path) -> None:
+    """A user repository whose renovate.json is the preset (inlined: offline, nothing can be
+    fetched): Renovate finds the example manifest's own pin (an override under 'extends').
+    Extracted on its own because config:recommended ignores examples/ folders."""
+    renovate = _renovate_tool("renovate")
+    work = tmp_path / "repo"
+    work.mkdir()
+    shutil.copy2(EXAMPLE / "manifest.yaml", work / "manifest.yaml")
+    preset = json.loads(PRESET.read_text())
+    (work / "renovate.json").write_text(json.dumps(
+        {**{k: v for k, v in preset.items() if k != "description"},
+         "extends": ["config:recommended"]}))
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false"]
+    for argv in (["git", "init", "-q"], ["git", "add", "-A"], [*git, "commit", "-q", "-m", "x"]):
+        assert _run(argv, cwd=work).returncode == 0
+    (tmp_path / "global.json").write_text("{}\n")
+    report = tmp_path / "report.json"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("RENOVATE_", "GITHUB_", "GH_"))}
+    env.update(LOG_LEVEL="warn", RENOVATE_CONFIG_FILE=str(tmp_path / "global.json"),
+               RENOVATE_BASE_DIR=str(tmp_path / "base"))
+    done = _run([renovate, "--platform=local", "--dry-run=extract", "--report-type=file",
+                 f"--report-path={report}"], cwd=work, timeout=600, env=env)
+    assert done.returncode == 0 and report.exists(), done.stdout[-3000:] + done.stderr[-3000:]
+    deps = [dep for repo in json.loads(report.read_text())["repositories"].values()
+            for files in repo["packageFiles"].values() for file in files for dep in file["deps"]]
+    assert ("slurm-wlm", "deb", "24.11.5-4+deb13u1") in _triples(deps)
+    [pin] = [d for d in deps if d.get("depName") == "slurm-wlm"]
+    assert pin.get("depType") == "release-line"  # not the leading edge: stays on 24.11
