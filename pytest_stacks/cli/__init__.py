@@ -16,7 +16,7 @@ from pytest_stacks.errors import InfrastructureError, ManifestError, StacksError
 
 EXIT_CODES: tuple[tuple[type[BaseException], int], ...] = (
     (EmptyLaneError, EMPTY_LANE_EXIT),  # the lane is empty: nothing to run, said as such
-    (ManifestError, 2),
+    (ManifestError, 4),  # as pytest: a usage error
     (InfrastructureError, 3),
     (StacksError, 2),
     (KeyboardInterrupt, 130),

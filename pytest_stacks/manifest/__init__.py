@@ -34,6 +34,7 @@ from pytest_stacks.manifest.model import (
     Window,
 )
 from pytest_stacks.manifest.positions import Positions, parse_yaml
+from pytest_stacks.manifest.reading import read_manifest
 from pytest_stacks.manifest.references import reference_problems
 from pytest_stacks.manifest.schema_check import (
     known_valid,
@@ -49,17 +50,7 @@ __all__ = ["LANES", "PROVIDERS", "Backend", "BaseImage", "CanarySpec", "ComposeS
 
 def load(path: str | Path) -> Manifest:
     """Read and validate ``path``; raise :class:`ManifestError` with every problem found."""
-    path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ManifestError(
-            [f"{path}: no such manifest. Create it, or point --stack-manifest / the "
-             f"'stacks_manifest' ini option at an existing file."]
-        ) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ManifestError([f"{path}: cannot be read: {exc}"]) from None
-    return loads(text, path)
+    return loads(read_manifest(Path(path)), path)
 
 
 def loads(text: str, path: str | Path = "manifest.yaml") -> Manifest:
@@ -104,7 +95,7 @@ def _extending(project: Source, path: Path) -> Manifest:
     check_version(project)
     try:
         catalogue = catalogue_manifest()
-        text = catalogue.read_text(encoding="utf-8")
+        text = read_manifest(catalogue)
     except (StacksError, OSError) as exc:
         raise ManifestError([f"{path}: catalogue: {exc}"]) from None
     merged = merge(project, Source(*_parsed(text, catalogue)))

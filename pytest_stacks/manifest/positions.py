@@ -16,32 +16,88 @@ import yaml
 PathKey = tuple[str | int, ...]
 
 
+MAX_DEPTH = 32
+MAX_ALIASES = 256
+MAX_NODES = 100_000
+_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when available
+_OPEN = (yaml.FlowSequenceStartToken, yaml.FlowMappingStartToken, yaml.BlockMappingStartToken,
+         yaml.BlockSequenceStartToken)
+_CLOSE = (yaml.FlowSequenceEndToken, yaml.FlowMappingEndToken, yaml.BlockEndToken)
+
+
+class _TooBig(Exception):
+    """The document expands beyond MAX_NODES (aliases that multiply, or refer to themselves)."""
+
+
 def parse_yaml(text: str, path: Path) -> tuple[Any, dict[PathKey, int], list[str]]:
     """Parse YAML, recording the line of every node and rejecting duplicate keys.
 
-    PyYAML silently keeps the last of two equal keys; for a manifest that would hide a
-    duplicated stack or a pasted block, so the node tree is walked once by hand.
+    Hostile or broken input is refused before it can hang or crash the run: nesting deeper
+    than MAX_DEPTH (libyaml's composer recurses in C and crashes on deep nesting, so tokens
+    are counted first, by an iterative scan), more than MAX_ALIASES aliases, an alias that
+    refers to itself, or aliases that expand beyond MAX_NODES nodes ("billion laughs").
     """
     try:
-        loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when available
-        node = yaml.compose(text, Loader=loader)
-        data = yaml.load(text, Loader=loader)  # a safe loader (C or pure Python)
+        problem = _shape_problem(text, path)
+        if problem:
+            return None, {}, [problem]
+        node = yaml.compose(text, Loader=_LOADER)
+        if node is None:
+            return None, {}, [f"{path}:1: the manifest is empty. Start from the example in "
+                              f"README.md."]
+        lines: dict[PathKey, int] = {}
+        problems: list[str] = []
+        _walk(node, (), lines, problems, path, _Budget())
+        if problems:
+            return None, lines, problems
+        data = yaml.load(text, Loader=_LOADER)  # a safe loader (C or pure Python)
+    except _TooBig as exc:
+        return None, {}, [f"{path}: {exc}"]
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        return None, {}, [f"{where}: not valid YAML: {problem}. Fix the syntax at that line."]
-    if node is None:
-        return None, {}, [f"{path}:1: the manifest is empty. Start from the example in README.md."]
-    lines: dict[PathKey, int] = {}
-    problems: list[str] = []
-    _walk(node, (), lines, problems, path)
+        reason = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        if "nesting depth" in reason:  # libyaml's own limit, met before ours on flow nesting
+            return None, {}, [f"{where}: nested more than {MAX_DEPTH} levels deep; a manifest "
+                              f"needs about 6. Is this the right file?"]
+        return None, {}, [f"{where}: not valid YAML: {reason}. Fix the syntax at that line."]
     return data, lines, problems
 
 
+def _shape_problem(text: str, path: Path) -> str | None:
+    depth = aliases = 0
+    for token in yaml.scan(text, Loader=_LOADER):
+        if isinstance(token, _OPEN):
+            depth += 1
+            if depth > MAX_DEPTH:
+                return (f"{path}:{token.start_mark.line + 1}: nested more than {MAX_DEPTH} "
+                        f"levels deep; a manifest needs about 6. Is this the right file?")
+        elif isinstance(token, _CLOSE):
+            depth -= 1
+        elif isinstance(token, yaml.AliasToken):
+            aliases += 1
+            if aliases > MAX_ALIASES:
+                return (f"{path}:{token.start_mark.line + 1}: more than {MAX_ALIASES} YAML "
+                        f"aliases (*name); write the values out, or use fewer anchors.")
+    return None
+
+
+class _Budget:
+    def __init__(self) -> None:
+        self.nodes = 0
+
+
 def _walk(node: yaml.Node, at: PathKey, lines: dict[PathKey, int], problems: list[str],
-          path: Path) -> None:
-    lines[at] = node.start_mark.line + 1
+          path: Path, budget: _Budget, inside: frozenset[int] = frozenset()) -> None:
+    if id(node) in inside:
+        raise _TooBig(f"line {node.start_mark.line + 1}: a YAML alias refers to a node that "
+                      f"contains it (a loop); write the value out instead.")
+    budget.nodes += 1
+    if budget.nodes > MAX_NODES:
+        raise _TooBig(f"expands to more than {MAX_NODES:,} values through YAML aliases (an "
+                      f"alias 'bomb'?); a manifest has a few hundred. Write the values out.")
+    lines.setdefault(at, node.start_mark.line + 1)
+    inside = inside | {id(node)}
     if isinstance(node, yaml.MappingNode):
         seen: dict[str, int] = {}
         for key_node, value_node in node.value:
@@ -53,11 +109,11 @@ def _walk(node: yaml.Node, at: PathKey, lines: dict[PathKey, int], problems: lis
                     f"line {seen[key]}). Remove or rename one of them."
                 )
             seen[key] = line
-            _walk(value_node, (*at, key), lines, problems, path)
+            _walk(value_node, (*at, key), lines, problems, path, budget, inside)
             lines[(*at, key)] = line
     elif isinstance(node, yaml.SequenceNode):
         for index, item in enumerate(node.value):
-            _walk(item, (*at, index), lines, problems, path)
+            _walk(item, (*at, index), lines, problems, path, budget, inside)
 
 
 def fmt_path(at: Iterable[str | int]) -> str:

@@ -455,7 +455,7 @@ def test_cli_matrix_errors_are_one_clear_line(make, capsys, monkeypatch, tmp_pat
     assert _cli(["matrix", "--lane", "full", "--format", "github",
                  "--manifest", str(manifest.path)]) == 2
     assert "GITHUB_OUTPUT" in capsys.readouterr().err
-    assert _cli(["matrix", "--lane", "pr", "--manifest", str(tmp_path / "nope.yaml")]) == 2
+    assert _cli(["matrix", "--lane", "pr", "--manifest", str(tmp_path / "nope.yaml")]) == 4
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "no such manifest" in err
 
