@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from pytest_stacks.errors import BackendCallError
 from pytest_stacks.polling import poll_until
@@ -40,7 +40,9 @@ class JobSpec:
     """One job. ``script`` is a bash script run in the job's working directory.
 
     The working directory holds ``inputs`` (name -> bytes) before the script starts; the files
-    named in ``outputs`` are what the script leaves there for retrieval.
+    named in ``outputs`` are what the script leaves there for retrieval. ``backend_options``
+    are knobs one driver reads and the others ignore (e.g. the Kubernetes driver's job shape,
+    or the simulated outcome on a stack whose pods do not execute).
     """
 
     script: str
@@ -51,6 +53,7 @@ class JobSpec:
     env: Mapping[str, str] = field(default_factory=dict)
     cpus: int = 1
     walltime_s: int = 600
+    backend_options: Mapping[str, Any] = field(default_factory=dict)
 
 
     @property

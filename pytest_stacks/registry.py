@@ -56,7 +56,7 @@ PROVIDERS: dict[str, ProviderSpec] = {
     spec.name: spec for spec in (
         ProviderSpec("compose", "pytest_stacks.providers.compose:ComposeProvider"),
         ProviderSpec("fake", "pytest_stacks.providers.fake:FakeProvider"),
-        ProviderSpec("kind", None),
+        ProviderSpec("kind", "pytest_stacks.providers.kind:KindProvider"),
     )
 }
 

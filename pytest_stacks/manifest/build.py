@@ -60,6 +60,8 @@ def build(data: dict[str, Any], path: Path) -> Manifest:
                 node_image=ImageRef(**kind["node_image"]),
                 operator_version=kind["operator_version"],
                 worker_image=ImageRef(**kind["worker_image"]) if "worker_image" in kind else None,
+                operator_image=(ImageRef(**kind["operator_image"]) if "operator_image" in kind
+                                else None),
             ) if kind else None,
             canary=CanarySpec(
                 build_args=dict(canary.get("build_args", {})),

@@ -94,6 +94,7 @@ class KindSpec:
     node_image: ImageRef
     operator_version: str
     worker_image: ImageRef | None = None
+    operator_image: ImageRef | None = None
 
 
 @dataclass(frozen=True)

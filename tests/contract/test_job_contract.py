@@ -37,7 +37,7 @@ def test_job_runs_to_completion(backend: JobClient, stack: Stack) -> None:
     assert status.native_state
 
 
-@pytest.mark.requires("submit", "status")
+@pytest.mark.requires("submit", "status", "execution")
 def test_non_zero_exit_is_a_failure_with_its_code(backend: JobClient, stack: Stack) -> None:
     [handle] = submitted(backend.submit([JobSpec(script="echo failing >&2\nexit 3\n")]))
     [status] = wait_for(backend, [handle], timeout=_timeout(stack))
@@ -93,7 +93,7 @@ def test_outputs_fetched_twice_are_identical(backend: JobClient, stack: Stack,
         {n: p.read_bytes() for n, p in second.files.items()}
 
 
-@pytest.mark.requires("submit", "status", "kill")
+@pytest.mark.requires("submit", "status", "execution", "kill")
 def test_running_job_can_be_killed(backend: JobClient, stack: Stack) -> None:
     [handle] = submitted(backend.submit([JobSpec(script="sleep 300\n", name="victim")]))
     wait_for(backend, [handle], until=frozenset({JobState.RUNNING}), timeout=_timeout(stack))
@@ -116,7 +116,7 @@ def test_purge_forgets_a_finished_job(backend: JobClient, stack: Stack, tmp_path
     assert status.state in {JobState.COMPLETED, JobState.UNKNOWN}, status
 
 
-@pytest.mark.requires("submit", "status", "purge")
+@pytest.mark.requires("submit", "status", "execution", "purge")
 def test_purging_a_running_job_is_refused_per_job(backend: JobClient, stack: Stack) -> None:
     [handle] = submitted(backend.submit([JobSpec(script="sleep 300\n")]))
     try:
@@ -150,7 +150,7 @@ def test_bulk_submit_returns_handles_in_order(backend: JobClient, stack: Stack,
     assert [r.files["value.txt"].read_text().strip() for r in results] == values
 
 
-@pytest.mark.requires("submit", "status")
+@pytest.mark.requires("submit", "status", "execution")
 def test_status_of_a_mixed_set_comes_back_complete(backend: JobClient, stack: Stack) -> None:
     done, failing = submitted(backend.submit([JobSpec(script="true\n"),
                                               JobSpec(script="exit 7\n")]))
@@ -162,7 +162,7 @@ def test_status_of_a_mixed_set_comes_back_complete(backend: JobClient, stack: St
     assert statuses[0].exit_code == 7
 
 
-@pytest.mark.requires("submit", "status")
+@pytest.mark.requires("submit", "status", "execution")
 def test_finished_job_stays_observable_after_leaving_the_queue(backend: JobClient,
                                                                stack: Stack) -> None:
     """Final states must not vanish when the scheduler ages a job out of its live queue."""

@@ -1,0 +1,146 @@
+"""Pinned Go programs a stack needs, built from their modules and cached by their inputs.
+
+There is no registry for binaries here (and no downloading of release archives): a stack that
+needs kube-apiserver or the MPI Operator builds it with the Go toolchain through the module
+proxy, from a go.mod of ours generated from the manifest's pins, version-stamped with
+``-ldflags -X`` so the program reports the pinned version. A build is done once per set of
+inputs (module versions, packages, flags, Go version) and kept under the user's cache; a
+missing toolchain or an unreachable proxy is a clear error, never a hang.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from filelock import FileLock
+
+from pytest_stacks.errors import StacksError
+
+GO_CANDIDATES = ("/usr/local/go/bin/go",)
+COMPLETE = ".complete"
+
+
+class GoBuildError(StacksError):
+    """The toolchain is missing, the proxy refused a module, or a build failed."""
+
+
+@dataclass(frozen=True)
+class GoModuleBuild:
+    """One go.mod of ours: the modules it requires, the main packages it builds.
+
+    ``stage_replacements_of`` names a module (k8s.io/kubernetes) whose own go.mod requires
+    its staging modules at v0.0.0 with replace directives that ``go install`` refuses; each is
+    replaced here with the published v0.<minor>.<patch> of the same release.
+    """
+
+    name: str
+    requires: Mapping[str, str]
+    programs: Mapping[str, str]  # output name -> main package
+    ldflags: tuple[str, ...] = ()
+    stage_replacements_of: str | None = None
+    files: Mapping[str, str] = field(default_factory=dict)  # out name -> "module:path in zip"
+
+    def digest(self, go_version: str) -> str:
+        text = json.dumps([self.requires, self.programs, self.ldflags, self.stage_replacements_of,
+                           self.files, go_version], sort_keys=True)
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def go_binary() -> str:
+    found = shutil.which("go") or next((c for c in GO_CANDIDATES if Path(c).exists()), None)
+    if found is None:
+        raise GoBuildError(
+            "the Go toolchain is not installed; it builds the pinned Kubernetes components. "
+            "Install Go 1.2x (https://go.dev/dl, or your distribution's golang package) and "
+            "make `go` available on PATH")
+    return found
+
+
+def cache_root() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "pytest-stacks" / "go"
+
+
+def ensure_built(build: GoModuleBuild, *, timeout: float = 3600) -> Path:
+    """The folder holding ``build``'s programs (and files), building them on first use."""
+    go = go_binary()
+    version = _run([go, "env", "GOVERSION"], Path.cwd(), 60).strip()
+    target = cache_root() / f"{build.name}-{build.digest(version)}"
+    if (target / COMPLETE).exists():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(target) + ".lock"):  # two sessions: one builds, the other waits
+        if (target / COMPLETE).exists():
+            return target
+        shutil.rmtree(target, ignore_errors=True)
+        _build(go, build, target, time.monotonic() + timeout)
+        (target / COMPLETE).write_text(version + "\n")
+    return target
+
+
+def _build(go: str, build: GoModuleBuild, target: Path, deadline: float) -> None:
+    work = target / "module"
+    work.mkdir(parents=True)
+    (work / "go.mod").write_text(_go_mod(go, build, work, deadline))
+    imports = "\n".join(f'\t_ "{pkg}"' for pkg in build.programs.values())
+    (work / "tools.go").write_text(f"//go:build tools\n\npackage tools\n\nimport (\n{imports}\n)\n")
+    _run([go, "mod", "tidy"], work, _left(deadline))
+    for name, package in build.programs.items():
+        _run([go, "build", "-trimpath", "-ldflags", " ".join(build.ldflags), "-o",
+              str(target / "bin" / name), package], work, _left(deadline))
+    for out, source in build.files.items():
+        module, _, inside = source.partition(":")
+        directory = Path(_download(go, module, build.requires[module], work, deadline)["Dir"])
+        (target / "files").mkdir(exist_ok=True)
+        shutil.copyfile(directory / inside, target / "files" / out)
+
+
+def _go_mod(go: str, build: GoModuleBuild, work: Path, deadline: float) -> str:
+    lines = ["module pytest-stacks.invalid/build", "", "go 1.24", ""]
+    lines += [f"require {module} {version}" for module, version in sorted(build.requires.items())]
+    if build.stage_replacements_of:
+        version = build.requires[build.stage_replacements_of]
+        info = _download(go, build.stage_replacements_of, version, work, deadline)
+        staging = re.findall(r"^\s*(k8s\.io/[\w.-]+) v0\.0\.0\b", Path(info["GoMod"]).read_text(),
+                             re.MULTILINE)
+        published = "v0." + version.lstrip("v").split(".", 1)[1]  # v1.36.3 -> v0.36.3
+        lines += ["", "replace ("] + [f"\t{m} => {m} {published}" for m in sorted(set(staging))]
+        lines += [")"]
+    return "\n".join(lines) + "\n"
+
+
+def _download(go: str, module: str, version: str, work: Path, deadline: float) -> dict[str, str]:
+    out = _run([go, "mod", "download", "-json", f"{module}@{version}"], work, _left(deadline))
+    info: dict[str, str] = json.loads(out)
+    if info.get("Error"):
+        raise GoBuildError(f"the Go module proxy refused {module}@{version}: {info['Error']}")
+    return info
+
+
+def _left(deadline: float) -> float:
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise GoBuildError("the Go build ran out of time")
+    return left
+
+
+def _run(argv: Sequence[str], cwd: Path, timeout: float) -> str:
+    env = {**os.environ, "GOFLAGS": "-buildvcs=false", "CGO_ENABLED": "0"}
+    try:
+        done = subprocess.run(list(argv), cwd=cwd, env=env, capture_output=True, text=True,
+                              timeout=timeout, check=False)
+    except subprocess.TimeoutExpired:
+        raise GoBuildError(f"`{' '.join(argv[:4])}` did not finish in {timeout:.0f}s") from None
+    if done.returncode != 0:
+        tail = "\n".join((done.stderr or done.stdout).strip().splitlines()[-15:])
+        raise GoBuildError(f"`{' '.join(argv[:4])} ...` failed (exit {done.returncode}):\n{tail}")
+    return done.stdout

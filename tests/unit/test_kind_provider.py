@@ -1,0 +1,147 @@
+"""The kind provider's command sequence (recorded, no kind run), its reaper, and its refusal
+on a host without a registry (for real: no node image can be had here)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+from pytest_stacks import gobuild
+from pytest_stacks.errors import InfrastructureError
+from pytest_stacks.manifest import Stack, loads
+from pytest_stacks.providers import images, kind
+from pytest_stacks.providers.base import RunContext
+from pytest_stacks.providers.labels import process_start_time
+
+REPO = Path(__file__).resolve().parents[2]
+DIGEST = "sha256:" + "0" * 64
+MANIFEST = f"""
+version: 1
+capabilities: {{submit: s, mpi: m}}
+backends: {{mpi-operator: {{window: {{anchor: "0.8", leading_edge: "0.8"}}}}}}
+stacks:
+  - name: kind-mpi
+    backend: mpi-operator
+    version: "0.8.2"
+    provider: kind
+    transport: kubernetes
+    configuration: kind
+    capabilities: [submit, mpi]
+    lanes: [pr]
+    requires: [docker, kind, registry]
+    kind:
+      kind_version: v0.33.0
+      node_image: {{name: kindest/node, tag: v1.36.4, digest: "{DIGEST}"}}
+      operator_version: "0.8.2"
+      operator_image: {{name: mpioperator/mpi-operator, tag: "0.8.2", digest: "{DIGEST}"}}
+      worker_image: {{name: pytest-stacks/mpi-worker, tag: openmpi-5}}
+"""
+
+
+class Recorder:
+    def __init__(self, fail: str = "") -> None:
+        self.calls: list[list[str]] = []
+        self.fail = fail
+
+    def __call__(self, argv: Sequence[str], timeout: float) -> subprocess.CompletedProcess[str]:
+        self.calls.append(list(argv))
+        failed = bool(self.fail) and self.fail in " ".join(argv)
+        return subprocess.CompletedProcess(list(argv), 1 if failed else 0, "",
+                                           "boom" if failed else "")
+
+
+@pytest.fixture
+def kind_stack() -> Stack:
+    return loads(MANIFEST, REPO / "kind-test.yaml").stacks[0]
+
+
+@pytest.fixture
+def ctx(tmp_path: Path) -> RunContext:
+    run_dir = tmp_path / "runs" / "20261201000000-abcdef12"
+    run_dir.mkdir(parents=True)
+    return RunContext.for_this_process("20261201000000-abcdef12", run_dir)
+
+
+@pytest.fixture
+def offline_tools(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    tools = tmp_path / "tools"
+    (tools / "files").mkdir(parents=True)
+    (tools / "files" / kind.OPERATOR_MANIFEST).write_text(
+        "kind: Deployment\nspec:\n  template:\n    spec:\n      containers:\n"
+        "      - image: mpioperator/mpi-operator:0.8\n")
+    monkeypatch.setattr(images, "ensure_image", lambda *a, **k: None)
+    monkeypatch.setattr(gobuild, "ensure_built", lambda *a, **k: tools)
+    return tools
+
+
+def test_up_runs_kind_and_installs_the_pinned_operator(kind_stack: Stack, ctx: RunContext,
+                                                       offline_tools: Path) -> None:
+    runner = Recorder()
+    info = kind.KindProvider(runner).up(kind_stack, ctx)
+    name = info.project
+    assert name == "pst-abcdef12-kind-mpi"
+    commands = [" ".join(c) for c in runner.calls]
+    create = next(c for c in commands if " create cluster " in c)
+    assert f"--name {name}" in create and f"--image kindest/node:v1.36.4@{DIGEST}" in create
+    assert any(f"load docker-image pytest-stacks/mpi-worker:openmpi-5 --name {name}" in c
+               for c in commands)
+    apply = next(c for c in commands if "apply --server-side" in c)
+    pinned = Path(apply.split(" -f ")[1])
+    assert f"mpioperator/mpi-operator:0.8.2@{DIGEST}" in pinned.read_text()
+    assert commands.index(create) < commands.index(apply)
+    assert any("rollout status deployment/mpi-operator" in c for c in commands)
+    assert (ctx.run_dir.parent / "kind-clusters" / f"{name}.json").exists()
+    assert (ctx.run_dir / "kind-mpi.kubeconfig").stat().st_mode & 0o777 == 0o600
+
+
+def test_a_failing_step_is_an_infrastructure_error_naming_it(
+        kind_stack: Stack, ctx: RunContext, offline_tools: Path) -> None:
+    with pytest.raises(InfrastructureError, match=r"kind create cluster.*failed"):
+        kind.KindProvider(Recorder(fail="create cluster")).up(kind_stack, ctx)
+
+
+def test_down_deletes_the_cluster_and_proves_it(kind_stack: Stack, ctx: RunContext,
+                                                offline_tools: Path) -> None:
+    runner = Recorder()
+    provider = kind.KindProvider(runner)
+    info = provider.up(kind_stack, ctx)
+    provider.down(kind_stack, info, ctx)
+    assert [str(offline_tools / "bin/kind"), "delete", "cluster", "--name", info.project] \
+        in runner.calls
+    assert any("label=io.x-k8s.kind.cluster=" + info.project in " ".join(c)
+               for c in runner.calls)
+    assert not (ctx.run_dir.parent / "kind-clusters" / f"{info.project}.json").exists()
+
+
+def test_the_reaper_deletes_only_dead_runs_clusters(tmp_path: Path) -> None:
+    records = tmp_path / "kind-clusters"
+    records.mkdir()
+    me = {"run": "live", "pid": os.getpid(), "start": process_start_time(os.getpid())}
+    dead = {"run": "dead", "pid": 999_999_999, "start": "1"}
+    (records / "pst-live-x.json").write_text(json.dumps(me))
+    (records / "pst-dead-x.json").write_text(json.dumps(dead))
+    (records / "someone-else.json").write_text(json.dumps(dead))
+    runner = Recorder()
+    assert kind.reap(runner, tmp_path) == []
+    deleted = [c[-1] for c in runner.calls]
+    assert deleted == ["pst-dead-x"]
+    assert not (records / "pst-dead-x.json").exists() and (records / "pst-live-x.json").exists()
+    assert all("network" not in " ".join(c) for c in runner.calls)
+
+
+def test_here_without_a_registry_it_fails_fast_and_says_why(kind_stack: Stack,
+                                                            ctx: RunContext) -> None:
+    """For real, on this machine: no node image can be pulled, so `up` stops at once."""
+    if images.registry_reachable():
+        pytest.skip("a registry answers here: kind would really start")
+    started = time.monotonic()
+    with pytest.raises(InfrastructureError) as caught:
+        kind.KindProvider(Recorder()).up(kind_stack, ctx)
+    assert time.monotonic() - started < 15
+    assert "kindest/node:v1.36.4" in str(caught.value) and "registry" in str(caught.value)
