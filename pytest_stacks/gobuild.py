@@ -110,8 +110,8 @@ def _go_mod(go: str, build: GoModuleBuild, work: Path, deadline: float) -> str:
     if build.stage_replacements_of:
         version = build.requires[build.stage_replacements_of]
         info = _download(go, build.stage_replacements_of, version, work, deadline)
-        staging = re.findall(r"^\s*(k8s\.io/[\w.-]+) v0\.0\.0\b", Path(info["GoMod"]).read_text(),
-                             re.MULTILINE)
+        go_mod = Path(info["GoMod"]).read_text()
+        staging = re.findall(r"^\s*(k8s\.io/[\w.-]+) v0\.0\.0\s*$", go_mod, re.MULTILINE)
         published = "v0." + version.lstrip("v").split(".", 1)[1]  # v1.36.3 -> v0.36.3
         lines += ["", "replace ("] + [f"\t{m} => {m} {published}" for m in sorted(set(staging))]
         lines += [")"]

@@ -48,7 +48,9 @@ BACKENDS: dict[str, BackendSpec] = {
         BackendSpec("htcondor", ("bindings",),
                     "pytest_stacks.backends.htcondor.adapter:HTCondorComposeAdapter",
                     "pytest_stacks.backends.htcondor.adapter:fake_client"),
-        BackendSpec("mpi-operator", ("kubernetes",)),
+        BackendSpec("mpi-operator", ("kubernetes",),
+                    "pytest_stacks.backends.kubernetes.adapter:ControlPlaneAdapter",
+                    "pytest_stacks.backends.kubernetes.adapter:fake_client"),
     )
 }
 

@@ -31,6 +31,8 @@ def pytest_runtest_makereport(item: pytest.Item,
                            ("client_version", attached.client_version)):
             if value:
                 report.user_properties.append((f"pytest-stacks:{key}", value))
+    if call.when == "call":
+        _record_identities(item, report)
     if call.excinfo is not None and call.excinfo.errisinstance(InfrastructureError):
         error = call.excinfo.value
         assert isinstance(error, InfrastructureError)
@@ -41,6 +43,26 @@ def pytest_runtest_makereport(item: pytest.Item,
     elif report.failed and call.when == "call":
         _attach_diagnostics(item, stack, report)
     return report
+
+
+def _record_identities(item: pytest.Item, report: pytest.TestReport) -> None:
+    """What the API server assigned to this test's jobs (kind, name, UID, owner), in every
+    report and junit file, for drivers that record identities (Kubernetes)."""
+    client = item.stash.get(HANDLES, None)
+    identities = getattr(client, "identities", None) if client is not None else None
+    if client is None or identities is None or not client.handles:
+        return
+    try:
+        found = identities(client.handles)
+    except Exception as exc:  # a report must not fail because the API went away
+        report.user_properties.append(("pytest-stacks:identities", f"(unavailable: {exc})"))
+        return
+    for ident in found:
+        prop = ("pytest-stacks:identity",
+                f"{ident.kind} {ident.namespace}/{ident.name} uid={ident.uid}"
+                + (f" owner={ident.owner_uid}" if ident.owner_uid else ""))
+        report.user_properties.append(prop)
+        item.user_properties.append(prop)  # junit writes the teardown report's properties
 
 
 def _attach_diagnostics(item: pytest.Item, stack: Stack, report: pytest.TestReport) -> None:

@@ -127,6 +127,11 @@ class StackAdapter(Protocol):
     """The backend's half of a container stack; the provider owns the lifecycle and adapters
     never start or stop containers."""
 
+    def host_environment(self, stack: Stack, timeout: float) -> dict[str, str]:
+        """What the stack needs made on the host before it starts (e.g. pinned binaries built
+        from their modules), as extra compose environment. Raises StacksError."""
+        ...
+
     def wait_ready(self, transport: Transport, timeout: float) -> None:
         """Return once the daemons answer their own readiness query; raise TimeoutError."""
         ...

@@ -105,9 +105,11 @@ class ComposeProvider:
             base = images.ensure_base_image(stack.base_image) if stack.base_image else ""
             if upstream:
                 images.ensure_image(upstream, refresh=ctx.lane == "canary")
+            host_env = stack_adapter(stack).host_environment(stack, stack.timeouts.build)
         except StacksError as exc:
             raise InfrastructureError(stack.name, str(exc)) from None
         info = self._plan(stack, ctx, base, upstream)
+        info.env.update(host_env)
         try:
             if not upstream:
                 self._build(stack, info)
@@ -142,7 +144,7 @@ class ComposeProvider:
             tag = f"canary-{ctx.run_id}"
         ports = {name: free_port() for name in stack.compose.ports}
         env = {**build_args, **{k: str(v) for k, v in ports.items()},
-               f"{stack.backend.upper()}_IMAGE_TAG": tag}
+               f"{re.sub(r'[^A-Z0-9]', '_', stack.backend.upper())}_IMAGE_TAG": tag}
         if base:
             env["BASE_IMAGE"] = base
         if upstream:

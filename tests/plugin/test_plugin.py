@@ -347,3 +347,38 @@ def test_a_stack_test_without_a_manifest_is_an_error_not_a_pass(
     result = pytester.runpytest()
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(["*uses the 'stack' fixture but no manifest is configured*"])
+
+
+K8S_MANIFEST = """
+version: 1
+capabilities: {submit: s, status: t}
+backends: {mpi-operator: {window: {anchor: "0.8", leading_edge: "0.8"}}}
+stacks:
+  - name: fake-mpi-operator
+    backend: mpi-operator
+    version: "0.8.2"
+    provider: fake
+    transport: kubernetes
+    configuration: kwok
+    capabilities: [submit, status]
+    lanes: [pr]
+"""
+
+
+def test_junit_records_the_identities_the_api_server_assigned(pytester: pytest.Pytester) -> None:
+    pytester.makefile(".yaml", manifest=K8S_MANIFEST)
+    pytester.makeini("[pytest]\nstacks_manifest = manifest.yaml\n")
+    pytester.makepyfile(test_k8s="""
+        from pytest_stacks.contract import JobSpec, submitted, wait_for
+
+        def test_mpijob(backend, stack):
+            handles = submitted(backend.submit([JobSpec(script="true\\n",
+                                backend_options={"shape": "mpijob", "workers": 2})]))
+            wait_for(backend, handles, timeout=30)
+    """)
+    result = pytester.runpytest("--junitxml=junit.xml")
+    result.assert_outcomes(passed=1)
+    xml = (pytester.path / "junit.xml").read_text()
+    for kind in ("MPIJob", "Service", "ConfigMap", "Secret", "Job", "Pod"):
+        assert f'name="pytest-stacks:identity" value="{kind} ' in xml, kind
+    assert xml.count('name="pytest-stacks:identity"') >= 8 and "owner=" in xml

@@ -53,6 +53,10 @@ def is_ready(condor_who_output: str) -> bool:
 
 
 class HTCondorComposeAdapter:
+    def host_environment(self, stack: Stack, timeout: float) -> dict[str, str]:
+        """Nothing: the image holds everything (Debian packages)."""
+        return {}
+
     def wait_ready(self, transport: Transport, timeout: float) -> None:
         # condor_who -wait exits 0 even when the condition timed out (and prints nothing
         # before the master is up), so the printed ad is what counts (seen on 23.9.6).

@@ -17,6 +17,10 @@ LOG_FILES = ("/var/log/slurm/slurmctld.log", "/var/log/slurm/slurmd.log",
 
 
 class SlurmComposeAdapter:
+    def host_environment(self, stack: Stack, timeout: float) -> dict[str, str]:
+        """Nothing: the image holds everything (Debian packages)."""
+        return {}
+
     def wait_ready(self, transport: Transport, timeout: float) -> None:
         """Ready = slurmctld answers ``scontrol ping`` and the node is idle in ``sinfo``.
 

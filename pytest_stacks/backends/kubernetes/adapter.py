@@ -1,0 +1,200 @@
+"""How the Kubernetes driver is used in a stack: the control-plane container
+(``stacks/k8s-controlplane``), a kind cluster, or the in-process fake.
+
+The control plane's pinned programs are built on the host from their Go modules (cached by
+version, see :mod:`pytest_stacks.gobuild`) and mounted into the container. Readiness is the
+components' own: apiserver ``/readyz``, the MPIJob CRD Established, the operator's lease held,
+the kwok node Ready. Per run, the container's admin kubeconfig (a fresh PKI at every start)
+is copied to a private folder of the run directory, never printed. The versions the stack
+reports are observed: ``/version`` of the apiserver (checked against the pin here) and the
+operator binary's own ``--version`` (checked against the stack's version by the lifecycle).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+from pytest_stacks.backends.kubernetes.api import KubeApi
+from pytest_stacks.backends.kubernetes.driver import KubernetesClient
+from pytest_stacks.contract import JobClient
+from pytest_stacks.errors import InfrastructureError, StacksError
+from pytest_stacks.gobuild import GoModuleBuild, ensure_built
+from pytest_stacks.manifest import Stack
+from pytest_stacks.polling import poll_until
+from pytest_stacks.transports import Transport
+
+API_PORT = "K8S_API_PORT"
+STATE = "/var/lib/k8s"
+LOGS = "/var/log/k8s"
+READY = "/opt/pytest-stacks/ready.sh"
+OPERATOR = "/opt/k8s/operator/bin/mpi-operator"
+KWOK_STAGES = {
+    "node-initialize.yaml": "kustomize/stage/node/fast/node-initialize.yaml",
+    "node-heartbeat-with-lease.yaml":
+        "kustomize/stage/node/heartbeat-with-lease/node-heartbeat-with-lease.yaml",
+    "pod-ready.yaml": "kustomize/stage/pod/fast/pod-ready.yaml",
+    "pod-delete.yaml": "kustomize/stage/pod/fast/pod-delete.yaml",
+}
+
+
+def _pin(stack: Stack, arg: str) -> str:
+    value = stack.compose.build_args.get(arg, "") if stack.compose else ""
+    if not value:
+        raise StacksError(f"stack {stack.name}: compose.build_args.{arg} is not set; it pins a "
+                          f"component of the control plane")
+    return value
+
+
+def _stamps(package: str, version: str) -> tuple[str, ...]:
+    major, minor = version.lstrip("v").split(".")[:2]
+    return (f"-X {package}.gitVersion={version}", f"-X {package}.gitMajor={major}",
+            f"-X {package}.gitMinor={minor}", f"-X {package}.gitTreeState=clean")
+
+
+def control_plane_builds(stack: Stack) -> dict[str, GoModuleBuild]:
+    """The four go.mod builds of a control-plane stack, from its pins."""
+    k8s, etcd = _pin(stack, "K8S_VERSION"), _pin(stack, "ETCD_VERSION")
+    kwok, operator = _pin(stack, "KWOK_VERSION"), _pin(stack, "MPI_OPERATOR_VERSION")
+    kube = "k8s.io/kubernetes/cmd/"
+    return {
+        "kubernetes": GoModuleBuild(
+            f"kubernetes-{k8s}", {"k8s.io/kubernetes": k8s},
+            {name: kube + name for name in ("kube-apiserver", "kube-controller-manager",
+                                            "kube-scheduler", "kubectl")},
+            ("-s", "-w", *_stamps("k8s.io/component-base/version", k8s),
+             *_stamps("k8s.io/client-go/pkg/version", k8s)),
+            stage_replacements_of="k8s.io/kubernetes"),
+        "etcd": GoModuleBuild(f"etcd-{etcd}", {"go.etcd.io/etcd/server/v3": etcd},
+                              {"etcd": "go.etcd.io/etcd/server/v3"}, ("-s", "-w")),
+        "kwok": GoModuleBuild(
+            f"kwok-{kwok}", {"sigs.k8s.io/kwok": kwok}, {"kwok": "sigs.k8s.io/kwok/cmd/kwok"},
+            ("-s", "-w"), files={out: f"sigs.k8s.io/kwok:{inside}"
+                                 for out, inside in KWOK_STAGES.items()}),
+        "operator": GoModuleBuild(
+            f"mpi-operator-{operator}", {"github.com/kubeflow/mpi-operator": operator},
+            {"mpi-operator": "github.com/kubeflow/mpi-operator/cmd/mpi-operator"},
+            ("-s", "-w", f"-X github.com/kubeflow/mpi-operator/pkg/version.Version={operator}"),
+            files={"mpi-operator.yaml":
+                   "github.com/kubeflow/mpi-operator:deploy/v2beta1/mpi-operator.yaml"}),
+    }
+
+
+def write_private(path: Path, text: str) -> None:
+    """A credential file: 0600 from its first byte, in a 0700 folder."""
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    path.parent.chmod(0o700)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        os.fchmod(fd, 0o600)
+        os.write(fd, text.encode())
+    finally:
+        os.close(fd)
+
+
+def make_client(stack: Stack, kubeconfig: Path, run_dir: Path,
+                operator_version: str) -> KubernetesClient:
+    from pytest_stacks.backends.kubernetes.lightkube_api import LightkubeApi
+
+    api = LightkubeApi.from_kubeconfig(kubeconfig)
+    return _client(stack, api, run_dir, operator_version)
+
+
+def run_namespace(run_id: str) -> str:
+    """The run's namespace: a valid DNS label whatever the run id looks like."""
+    slug = re.sub(r"[^a-z0-9-]+", "-", run_id.lower()).strip("-")
+    return f"pst-{slug}"[:63].rstrip("-")
+
+
+def _client(stack: Stack, api: KubeApi, run_dir: Path, operator_version: str) -> KubernetesClient:
+    options = stack.options
+    return KubernetesClient(
+        api, stack.name, namespace=run_namespace(run_dir.name), run_id=run_dir.name,
+        image=str(options.get("image", "pytest-stacks/mpi-worker:openmpi")),
+        shape=str(options.get("job_shape", "pod")), workers=int(options.get("workers", 2)),
+        operator_version=operator_version,
+        invalid_after=float(options.get("invalid_after", 30)))
+
+
+class ControlPlaneAdapter:
+    def host_environment(self, stack: Stack, timeout: float) -> dict[str, str]:
+        """Build (once per version) and hand the compose file each program folder."""
+        return {f"K8S_{name.upper()}_DIR": str(ensure_built(build, timeout=timeout))
+                for name, build in control_plane_builds(stack).items()}
+
+    def wait_ready(self, transport: Transport, timeout: float) -> None:
+        def ask() -> tuple[bool, str]:
+            result = transport.run([READY], user="root", timeout=30)
+            return result.ok, (result.stdout or result.stderr).strip()[-300:]
+
+        poll_until(ask, lambda answer: answer[0], timeout=timeout, interval=1.0,
+                   first_interval=0.5, on_timeout=lambda answer: f"last answer: {answer[1]}")
+
+    def prepare(self, stack: Stack, transport: Transport, run_dir: Path,
+                ports: dict[str, int]) -> dict[str, str]:
+        if API_PORT not in ports:
+            raise InfrastructureError(stack.name, f"no {API_PORT} was published for the stack")
+        # Read with cat: the state folder is a tmpfs, which `docker cp` cannot see.
+        read = transport.run(["cat", f"{STATE}/admin.kubeconfig"], user="root", timeout=30)
+        if not read.ok or "server: https://127.0.0.1:6443" not in read.stdout:
+            raise InfrastructureError(stack.name, "the control plane wrote no admin kubeconfig "
+                                      f"({read.stderr.strip()[:200]})")
+        text = read.stdout.replace(
+            "server: https://127.0.0.1:6443", f"server: https://127.0.0.1:{ports[API_PORT]}")
+        kubeconfig = run_dir / "tokens" / stack.name / "kubeconfig"
+        write_private(kubeconfig, text)
+        return {"kubeconfig": str(kubeconfig),
+                "operator_version": self._operator_version(stack, transport),
+                "kubernetes_version": self._kubernetes_version(stack, kubeconfig, run_dir)}
+
+    def _operator_version(self, stack: Stack, transport: Transport) -> str:
+        result = transport.run([OPERATOR, "--version"], user="root", timeout=30)
+        found = re.search(r"v?(\d+\.\d+\.\d+)", result.stdout + result.stderr)
+        if not found:
+            raise InfrastructureError(stack.name, f"mpi-operator --version said nothing usable: "
+                                      f"{(result.stdout + result.stderr).strip()[:300]}")
+        return found.group(1)
+
+    def _kubernetes_version(self, stack: Stack, kubeconfig: Path, run_dir: Path) -> str:
+        client = make_client(stack, kubeconfig, run_dir, "")
+        try:
+            observed = client.versions()["kubernetes"]
+        finally:
+            client.close()
+        pinned = _pin(stack, "K8S_VERSION").lstrip("v")
+        if observed != pinned:
+            raise InfrastructureError(stack.name, f"the apiserver reports Kubernetes "
+                                      f"{observed!r} but the manifest pins {pinned!r}")
+        return observed
+
+    def client(self, stack: Stack, transport: Transport, endpoints: Mapping[str, str],
+               run_dir: Path) -> JobClient:
+        return make_client(stack, Path(endpoints["kubeconfig"]), run_dir,
+                           endpoints.get("operator_version", ""))
+
+    def daemon_logs(self, transport: Transport) -> str:
+        script = (f"for f in {LOGS}/*.log; do [ -f \"$f\" ] || continue; "
+                  f"echo \"===== $f\"; tail -n 60 \"$f\"; done")
+        result = transport.run(["sh", "-c", script], user="root", timeout=30)
+        return result.stdout + result.stderr
+
+
+def fake_client(stack: Stack, run_dir: Path,
+                ) -> tuple[JobClient, Callable[[], str], Callable[[], None]]:
+    """The same driver over the in-process cluster double: (client, logs, close)."""
+    from pytest_stacks.backends.kubernetes.fake import FakeCluster
+
+    cluster = FakeCluster(kubernetes_version=str(stack.options.get("kubernetes_version",
+                                                                   "1.36.3")),
+                          operator_version=stack.version)
+    client = _client(stack, cluster, run_dir, stack.version)
+
+    def logs() -> str:
+        return getattr(cluster, "daemon_log", lambda: "(the fake cluster keeps no logs)")()
+
+    def close() -> None:
+        client.close()
+        cluster.close()
+    return client, logs, close

@@ -1,0 +1,200 @@
+"""Pure builders of the Namespace, Pod and MPIJob manifests (dicts) a run and its jobs become,
+and pure readers of the state the API server stores in them.
+
+``JobSpec.backend_options`` keys read here:
+
+- ``shape``: ``"pod"`` (one Pod) or ``"mpijob"`` (one kubeflow.org/v2beta1 MPIJob);
+- ``workers``: MPIJob worker replicas;
+- ``image``: the container image (pin it by digest on a real stack);
+- ``exit_code`` (int, default 0), ``message`` (str), ``keep_running`` (bool): the simulated
+  outcome. **Pods do not execute on a kwok-based stack**: the script is carried in the pod
+  for the record, but what a pod ends with is exactly what these annotations say, read by a
+  kwok Stage (real stack) or the double's pod lifecycle. Without ``keep_running`` the pod (the
+  launcher, for an MPIJob) finishes shortly after it runs: Succeeded with exit 0, or Failed
+  with the annotated non-zero exit code and message. With it, it stays Running until deleted.
+- ``launcher_replicas`` (int, default 1): only to build an MPIJob the operator refuses, for
+  tests of the harness's handling of invalid jobs.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from pytest_stacks.backends.kubernetes.api import (
+    ANNOTATION_EXIT_CODE,
+    ANNOTATION_MESSAGE,
+    ANNOTATION_RUNNING,
+    KWOK_NODE_SELECTOR,
+    KWOK_TOLERATION,
+    LABEL_JOB,
+    LABEL_RUN,
+    RESOURCES,
+    Obj,
+)
+from pytest_stacks.contract import JobSpec
+
+SHAPES = ("pod", "mpijob")
+
+
+@dataclass(frozen=True)
+class JobOptions:
+    shape: str
+    workers: int
+    image: str
+    exit_code: int = 0
+    message: str = ""
+    keep_running: bool = False
+    launcher_replicas: int = 1
+
+
+def options_of(spec: JobSpec, *, shape: str, workers: int, image: str) -> JobOptions:
+    """The spec's backend options over the client's defaults; ValueError names a bad one."""
+    raw: Mapping[str, Any] = spec.backend_options or {}
+    opts = JobOptions(
+        shape=str(raw.get("shape", shape)),
+        workers=_int(raw, "workers", workers),
+        image=str(raw.get("image", image)),
+        exit_code=_int(raw, "exit_code", 0),
+        message=str(raw.get("message", "")),
+        keep_running=_bool(raw, "keep_running"),
+        launcher_replicas=_int(raw, "launcher_replicas", 1),
+    )
+    if opts.shape not in SHAPES:
+        raise ValueError(f"backend option shape={opts.shape!r}: expected one of {SHAPES}")
+    if opts.workers < 0:
+        raise ValueError(f"backend option workers={opts.workers}: must be >= 0")
+    if not 0 <= opts.exit_code <= 255:
+        raise ValueError(f"backend option exit_code={opts.exit_code}: must be 0..255")
+    if not opts.image:
+        raise ValueError("no image: give the client an image or backend option image")
+    return opts
+
+
+def _int(raw: Mapping[str, Any], key: str, default: int) -> int:
+    value = raw.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"backend option {key}={value!r}: expected an integer")
+    return value
+
+
+def _bool(raw: Mapping[str, Any], key: str) -> bool:
+    value = raw.get(key, False)
+    if not isinstance(value, bool):
+        raise ValueError(f"backend option {key}={value!r}: expected true or false")
+    return value
+
+
+def namespace(name: str, run_id: str) -> Obj:
+    return {"apiVersion": "v1", "kind": "Namespace",
+            "metadata": {"name": name, "labels": {LABEL_RUN: run_id}}}
+
+
+def outcome_annotations(opts: JobOptions) -> dict[str, str]:
+    return {ANNOTATION_EXIT_CODE: str(opts.exit_code), ANNOTATION_MESSAGE: opts.message,
+            ANNOTATION_RUNNING: "true" if opts.keep_running else "false"}
+
+
+def _labels(run_id: str, job: str) -> dict[str, str]:
+    return {LABEL_RUN: run_id, LABEL_JOB: job}
+
+
+def _container(spec: JobSpec, opts: JobOptions) -> Obj:
+    container: Obj = {
+        "name": "job",
+        "image": opts.image,
+        "command": ["/bin/sh", "-c", spec.body],
+        "env": [{"name": k, "value": v} for k, v in spec.env.items()],
+        "resources": {"requests": {"cpu": str(spec.cpus)}},
+        "terminationMessagePolicy": "FallbackToLogsOnError",
+    }
+    if spec.args:
+        container["args"] = [spec.name, *spec.args]  # sh -c SCRIPT $0 $1 ...
+    return container
+
+
+def _pod_spec(spec: JobSpec, opts: JobOptions, *, restart: bool = True) -> Obj:
+    pod_spec: Obj = {
+        "containers": [_container(spec, opts)],
+        "nodeSelector": dict(KWOK_NODE_SELECTOR),
+        "tolerations": [dict(KWOK_TOLERATION)],
+    }
+    if restart:  # an MPIJob sets restartPolicy on the replica spec, not in the template
+        pod_spec["restartPolicy"] = "Never"
+        pod_spec["activeDeadlineSeconds"] = spec.walltime_s
+    return pod_spec
+
+
+def pod(spec: JobSpec, opts: JobOptions, *, name: str, namespace: str, run_id: str) -> Obj:
+    return {
+        "apiVersion": RESOURCES["Pod"].api_version, "kind": "Pod",
+        "metadata": {"name": name, "namespace": namespace, "labels": _labels(run_id, name),
+                     "annotations": outcome_annotations(opts)},
+        "spec": _pod_spec(spec, opts),
+    }
+
+
+def _replica(replicas: int, template_spec: Obj, labels: Mapping[str, str],
+             annotations: Mapping[str, str]) -> Obj:
+    return {"replicas": replicas, "restartPolicy": "Never",
+            "template": {"metadata": {"labels": dict(labels), "annotations": dict(annotations)},
+                         "spec": copy.deepcopy(template_spec)}}
+
+
+def mpijob(spec: JobSpec, opts: JobOptions, *, name: str, namespace: str, run_id: str) -> Obj:
+    """One MPIJob: a Launcher that ends as annotated, Workers that stay up (like sshd) until
+    the MPIJob is deleted (cleanPodPolicy None keeps them after the launcher finishes)."""
+    labels = _labels(run_id, name)
+    template = _pod_spec(spec, opts, restart=False)
+    workers = {ANNOTATION_RUNNING: "true"}
+    return {
+        "apiVersion": RESOURCES["MPIJob"].api_version, "kind": "MPIJob",
+        "metadata": {"name": name, "namespace": namespace, "labels": labels},
+        "spec": {
+            "slotsPerWorker": 1,
+            "runPolicy": {"cleanPodPolicy": "None", "backoffLimit": 0,
+                          "activeDeadlineSeconds": spec.walltime_s},
+            "mpiReplicaSpecs": {
+                "Launcher": _replica(opts.launcher_replicas, template, labels,
+                                     outcome_annotations(opts)),
+                "Worker": _replica(opts.workers, template, labels, workers),
+            },
+        },
+    }
+
+
+# ---------------------------------------------------------------- pure readers of what is stored
+
+POD_PHASES = {"Pending": "pending", "Running": "running", "Succeeded": "completed",
+              "Failed": "failed"}
+
+
+def terminated(pod: Obj | None) -> Obj:
+    """``status.containerStatuses[0].state.terminated`` of a pod, or {}."""
+    statuses = ((pod or {}).get("status") or {}).get("containerStatuses") or [{}]
+    return dict((statuses[0].get("state") or {}).get("terminated") or {})
+
+
+def conditions(obj: Obj) -> dict[str, Obj]:
+    """The object's conditions that are True, by type."""
+    return {str(c.get("type")): c for c in (obj.get("status") or {}).get("conditions") or []
+            if c.get("status") == "True"}
+
+
+def pod_state(pod: Obj) -> tuple[str, str, int | None, str]:
+    """(JobState value, native state, exit code, reason) of a pod from its phase and its
+    container's terminated state. Evicted and deadline-exceeded pods show their reason."""
+    status = pod.get("status") or {}
+    phase = str(status.get("phase") or "Pending")
+    state = POD_PHASES.get(phase, "unknown")
+    exit_code = terminated(pod).get("exitCode")
+    if state == "completed" and exit_code is None:
+        exit_code = 0
+    reason = " ".join(str(x) for x in (status.get("reason"), status.get("message")) if x)
+    if state == "pending" and not reason:
+        reason = "; ".join(str(c.get("message", "")) for c in status.get("conditions") or []
+                           if c.get("type") == "PodScheduled" and c.get("status") == "False")
+    native = f"{phase}/{status['reason']}" if status.get("reason") else phase
+    return state, native, None if exit_code is None else int(exit_code), reason

@@ -1,0 +1,156 @@
+"""The Kubernetes backend on whichever mpi-operator stack runs: the fake, the control-plane
+stack (real API server, controllers and operator; kwok nodes), or kind.
+
+What these prove is API and operator behaviour: identities the API server assigns, the
+ownership chain, garbage collection after a foreground delete, the operator's handling of a
+failing launcher and of an invalid MPIJob, cleanPodPolicy None, fail-closed groups.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from typing import Any
+
+import pytest
+
+from pytest_stacks.backends.kubernetes.api import LABEL_JOB
+from pytest_stacks.backends.kubernetes.cleanup import prove_cleanup
+from pytest_stacks.backends.kubernetes.groups import verify_group
+from pytest_stacks.backends.kubernetes.identities import (
+    ROLE_CONFIG,
+    ROLE_LAUNCHER_JOB,
+    ROLE_LAUNCHER_POD,
+    ROLE_SECRET,
+    ROLE_SERVICE,
+    ROLE_WORKER,
+    check_ownership,
+)
+from pytest_stacks.contract import JobSpec, JobState, submitted, wait_for
+from pytest_stacks.manifest import Stack
+
+pytestmark = pytest.mark.for_backend("mpi-operator")
+MPI = {"shape": "mpijob", "workers": 2}
+
+
+def _done(backend: Any, stack: Stack, specs: list[JobSpec]) -> list[Any]:
+    handles = submitted(backend.submit(specs))
+    wait_for(backend, handles, timeout=stack.timeouts.job)
+    return handles
+
+
+@pytest.mark.requires("submit", "status")
+def test_a_pods_identity_is_recorded_and_owned_by_nobody_else(backend: Any,
+                                                              stack: Stack) -> None:
+    [handle] = _done(backend, stack, [JobSpec(script="true\n")])
+    [pod] = backend.identities([handle])
+    assert pod.kind == "Pod" and len(pod.uid) == 36 and pod.namespace == backend.namespace
+    assert check_ownership([pod]) == []
+
+
+@pytest.mark.requires("submit", "status")
+def test_an_mpijob_owns_the_objects_the_operator_creates(backend: Any, stack: Stack) -> None:
+    [handle] = _done(backend, stack, [JobSpec(script="true\n", backend_options=MPI)])
+    [status] = backend.status([handle])
+    assert status.state is JobState.COMPLETED, status
+    found = backend.identities([handle])
+    roles = sorted(i.role for i in found)
+    assert roles.count(ROLE_WORKER) == 2
+    for role in (ROLE_SERVICE, ROLE_CONFIG, ROLE_SECRET, ROLE_LAUNCHER_JOB, ROLE_LAUNCHER_POD):
+        assert role in roles, roles
+    assert len({i.uid for i in found}) == len(found)
+    assert check_ownership(found) == []
+
+
+@pytest.mark.requires("submit", "status")
+def test_a_failing_launcher_fails_the_mpijob_with_its_code(backend: Any, stack: Stack) -> None:
+    spec = JobSpec(script="exit 1\n", backend_options={**MPI, "exit_code": 1,
+                                                        "message": "launcher said no"})
+    [handle] = _done(backend, stack, [spec])
+    [status] = backend.status([handle])
+    assert status.state is JobState.FAILED and status.exit_code == 1, status
+
+
+@pytest.mark.requires("submit", "status")
+def test_an_invalid_mpijob_fails_at_its_timeout_not_never(backend: Any, stack: Stack) -> None:
+    """The operator sets no condition on an invalid MPIJob, only a Warning event."""
+    started = time.monotonic()
+    spec = JobSpec(script="true\n", backend_options={**MPI, "launcher_replicas": 0})
+    [handle] = submitted(backend.submit([spec]))
+    [status] = wait_for(backend, [handle], timeout=backend.invalid_after + stack.timeouts.job)
+    assert status.state is JobState.FAILED, status
+    assert "ValidationError" in status.native_state or "Invalid" in status.native_state
+    assert time.monotonic() - started >= backend.invalid_after
+
+
+@pytest.mark.requires("submit", "status", "purge")
+def test_foreground_delete_collects_every_owned_object(backend: Any, stack: Stack) -> None:
+    [handle] = _done(backend, stack, [JobSpec(script="true\n", backend_options=MPI)])
+    found = backend.identities([handle])
+    assert len(found) >= 7
+    [purged] = backend.purge([handle])
+    assert purged.ok, purged.error
+    problems = prove_cleanup(backend.api, found, backend.namespace,
+                             {LABEL_JOB: handle.job_id}, timeout=stack.timeouts.job)
+    assert problems == []
+
+
+@pytest.mark.requires("submit", "status")
+def test_clean_pod_policy_none_keeps_the_workers(backend: Any, stack: Stack) -> None:
+    """cleanPodPolicy defaults to None in the operator's code: workers outlive success."""
+    [handle] = _done(backend, stack, [JobSpec(script="true\n", backend_options=MPI)])
+    workers = [i for i in backend.identities([handle]) if i.role == ROLE_WORKER]
+    assert len(workers) == 2
+    for worker in workers:
+        pod = backend.api.get("Pod", worker.namespace, worker.name)
+        assert pod is not None and pod["metadata"]["uid"] == worker.uid
+        assert pod["status"]["phase"] == "Running"
+
+
+@pytest.mark.requires("submit", "status")
+def test_a_group_passes_only_with_exact_coverage(backend: Any, stack: Stack) -> None:
+    handles = _done(backend, stack, [JobSpec(script="true\n") for _ in range(3)])
+    verdict = verify_group(backend, handles, expected=3)
+    assert verdict.outcome == "pass", verdict.reasons
+    short = verify_group(backend, handles, expected=4)
+    assert short.outcome == "fail" and short.reasons
+    [bad] = _done(backend, stack, [JobSpec(script="exit 2\n",
+                                           backend_options={"exit_code": 2})])
+    mixed = verify_group(backend, [*handles[:2], bad], expected=3)
+    assert mixed.outcome == "fail", mixed.reasons
+
+
+@pytest.mark.requires("submit", "status")
+def test_a_stopped_operator_is_an_infrastructure_outcome(backend: Any, stack: Stack,
+                                                         stack_info: dict[str, Any]) -> None:
+    """With the operator frozen its lease goes stale: a group is then inconclusive (infra),
+    neither a pass nor a product failure."""
+    handles = _done(backend, stack, [JobSpec(script="true\n")])
+    with _operator_frozen(backend, stack, stack_info):
+        verdict = verify_group(backend, handles, expected=1, lease_max_age=20)
+    assert verdict.outcome == "infra", verdict.reasons
+    assert any("lease" in r for r in verdict.reasons)
+
+
+class _operator_frozen:
+    def __init__(self, backend: Any, stack: Stack, info: dict[str, Any]) -> None:
+        self.backend, self.stack, self.info = backend, stack, info
+
+    def __enter__(self) -> None:
+        if self.stack.provider == "fake":
+            self.backend.api.stop_operator(release=True)  # no 20 s wait in the fake lane
+            return
+        if self.stack.provider != "compose":
+            pytest.skip("freezing the operator needs the control-plane container")
+        self._signal("STOP")
+        time.sleep(25)  # past lease_max_age: the holder no longer renews
+
+    def __exit__(self, *exc: object) -> None:
+        if self.stack.provider == "fake":
+            self.backend.api.start_operator()
+        elif self.stack.provider == "compose":
+            self._signal("CONT")
+
+    def _signal(self, name: str) -> None:
+        subprocess.run(["docker", "exec", self.info["container"], "pkill", f"-{name}", "-x",
+                        "mpi-operator"], check=True, capture_output=True, timeout=30)
