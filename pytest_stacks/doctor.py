@@ -9,6 +9,7 @@ work on hosts with no registry access.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 from collections.abc import Callable, Sequence
@@ -106,6 +107,25 @@ def _seed_fix(suite: str) -> FixFn:
     return fix
 
 
+def _base_image_checks(needs_seed: Sequence[Stack]) -> list[Check]:
+    from pytest_stacks import dockerutil
+
+    out = []
+    for seed in sorted({s.base_image.seed for s in needs_seed if s.base_image}):
+        users = [s for s in needs_seed if s.base_image and s.base_image.seed == seed]
+        base = users[0].base_image
+        assert base is not None
+        have = dockerutil.image_exists(base.registry_reference) or \
+            dockerutil.image_exists(base.seeded_reference)
+        out.append(Check(
+            f"base image ({seed})", have,
+            f"present for {', '.join(s.name for s in users)}" if have else
+            f"neither {base.registry_reference} nor {base.seeded_reference} is present",
+            f"`pytest-stacks seed {seed}` (debootstrap, ~1 min)",
+            _seed_fix(seed)))
+    return out
+
+
 def checks(manifest: Manifest | None, stacks: Sequence[Stack] = ()) -> list[Check]:
     out: list[Check] = []
     debian_root = _is_debian_root()
@@ -137,21 +157,7 @@ def checks(manifest: Manifest | None, stacks: Sequence[Stack] = ()) -> list[Chec
                          "apt-get install debootstrap (needed to seed base images offline)",
                          (lambda: _apt_install("debootstrap")) if debian_root else None))
     if engine and needs_seed:
-        from pytest_stacks import dockerutil
-        from pytest_stacks.providers import images
-
-        for seed in sorted({s.base_image.seed for s in needs_seed if s.base_image}):
-            users = [s for s in needs_seed if s.base_image and s.base_image.seed == seed]
-            base = users[0].base_image
-            assert base is not None
-            have = dockerutil.image_exists(base.registry_reference) or \
-                dockerutil.image_exists(base.seeded_reference)
-            out.append(Check(
-                f"base image ({seed})", have,
-                f"present for {', '.join(s.name for s in users)}" if have else
-                f"neither {base.registry_reference} nor {base.seeded_reference} is present",
-                f"`pytest-stacks seed {seed}` (debootstrap, ~1 min)",
-                _seed_fix(seed)))
+        out.extend(_base_image_checks(needs_seed))
     if engine:
         from pytest_stacks.providers import images
 
@@ -160,11 +166,29 @@ def checks(manifest: Manifest | None, stacks: Sequence[Stack] = ()) -> list[Chec
                          "Docker Hub reachable" if reachable else
                          "no registry reachable: base images are seeded locally; stacks that "
                          "need upstream images (htcondor/mini, kind) cannot run here"))
+    if any("go" in s.requires for s in stacks):
+        out.append(_go_check())
     if any("kind" in s.requires for s in stacks):
         kind = shutil.which("kind")
         out.append(Check("kind", kind is not None, kind or "not installed",
                          "install kind (Debian trixie package `kind`) and kubectl"))
     return out
+
+
+def _go_check() -> Check:
+    """Stacks that build pinned programs from their Go modules need a Go toolchain (1.24+)."""
+    from pytest_stacks import gobuild
+
+    try:
+        go = gobuild.go_binary()
+    except gobuild.GoBuildError as exc:
+        return Check("Go toolchain", False, str(exc).split(";")[0],
+                     "install Go 1.24 or newer (go.dev/dl) and put `go` on PATH")
+    version = _run([go, "env", "GOVERSION"]).stdout.strip()
+    found = re.match(r"go(\d+)\.(\d+)", version)
+    new_enough = found is not None and (int(found.group(1)), int(found.group(2))) >= (1, 24)
+    return Check("Go toolchain", new_enough, f"{go} ({version or 'version unknown'})",
+                 "install Go 1.24 or newer: Kubernetes 1.36 and its modules need it")
 
 
 def run(manifest: Manifest | None, stacks: Sequence[Stack], *, fix: bool,

@@ -16,7 +16,7 @@ fi
 PYTHON=.venv/bin/python bash scripts/install-checkers.sh
 
 MAIN_STACK=${MAIN_STACK:-slurm-24.11}
-if .venv/bin/pytest-stacks doctor --fix --stack "$MAIN_STACK" --stack 'slurm-*' --stack 'htcondor-23*'; then
+if .venv/bin/pytest-stacks doctor --fix --stack "$MAIN_STACK" --stack 'slurm-*' --stack 'htcondor-23*' --stack 'k8s-*'; then
     echo "== main job: the contract suite against a real $MAIN_STACK"
     .venv/bin/python -m pytest tests/contract --stack="$MAIN_STACK" -q
 else

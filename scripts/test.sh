@@ -27,8 +27,9 @@ if [ "${CI:-}" = "true" ]; then export PYTEST_STACKS_REQUIRE_CHECKERS=1; fi
 run "$PY" -m pytest -q -n 2
 
 if docker info >/dev/null 2>&1; then
-    # The real stacks this machine can run: every Slurm version and HTCondor 23.9.
-    REAL_STACKS=${REAL_STACKS:-"slurm-* htcondor-23.9"}
+    # The real stacks this machine can run: every Slurm version, HTCondor 23.9 and the
+    # Kubernetes control plane with the MPI Operator (its programs built from their modules).
+    REAL_STACKS=${REAL_STACKS:-"slurm-* htcondor-23.9 k8s-*"}
     args=()
     for s in $REAL_STACKS; do args+=(--stack="$s"); done
     run "$PY" -m pytest tests/contract tests/backend -q "${args[@]}" -p no:randomly

@@ -165,6 +165,9 @@ def _stack_pins(span: _StackSpan, by_target: Mapping[int, Annotation],
         worker = stack.kind.worker_image
         if worker is not None and not worker.name.startswith(LOCAL_IMAGE_PREFIX):
             pins.append(image(("kind", "worker_image"), worker.name, worker.tag))
+        operator = stack.kind.operator_image
+        if operator is not None:
+            pins.append(image(("kind", "operator_image"), operator.name, operator.tag))
     if stack.image is not None and not stack.image.name.startswith(LOCAL_IMAGE_PREFIX):
         pins.append(image(("image",), stack.image.name, stack.image.tag))
     if stack.base_image is not None and stack.base_image.digest:

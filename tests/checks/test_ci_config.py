@@ -755,3 +755,31 @@ def test_the_preset_tracks_a_user_manifests_pins(tmp_path: Path) -> None:
     assert ("slurm-wlm", "deb", "24.11.5-4+deb13u1") in _triples(deps)
     [pin] = [d for d in deps if d.get("depName") == "slurm-wlm"]
     assert pin.get("depType") == "release-line"  # not the leading edge: stays on 24.11
+
+
+def test_renovate_patterns_do_not_backtrack_catastrophically() -> None:
+    """Renovate runs these without RE2 here: a pattern with overlapping quantifiers once took
+    minutes on a stack entry with many deeply indented lines. Python's engine backtracks the
+    same way, so each pattern must finish fast on such an entry (an alarm fails it)."""
+    import signal
+
+    deep = "".join(f"        # comment {i}\n        KEY_{i}: value-{i}\n" for i in range(40))
+    text = ((ROOT / "manifest.yaml").read_text()
+            + f"  - name: deep\n    version: \"1.0\"\n    build_args:\n{deep}")
+
+    def too_slow(*_: object) -> None:
+        raise TimeoutError
+
+    previous = signal.signal(signal.SIGALRM, too_slow)
+    try:
+        for manager in json.loads((ROOT / "renovate.json").read_text())["customManagers"]:
+            for pattern in manager["matchStrings"]:
+                signal.alarm(2)
+                try:
+                    list(re.finditer(pattern.replace("(?<", "(?P<"), text))
+                except TimeoutError:
+                    pytest.fail(f"catastrophic backtracking: {manager['description']}")
+                finally:
+                    signal.alarm(0)
+    finally:
+        signal.signal(signal.SIGALRM, previous)

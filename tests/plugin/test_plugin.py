@@ -37,14 +37,17 @@ stacks:
     configuration: single-node
     capabilities: [submit, status]
     lanes: [full]
-  - name: broken-mpi
-    backend: mpi-operator
-    version: "0.8.2"
+  - name: broken-slurm
+    description: No slot to run on, so its probe job never finishes and the stack never proves itself.
+    backend: slurm
+    version: "24.11.5"
     provider: fake
-    transport: kubernetes
+    transport: local
     configuration: default
     capabilities: [submit, status, mpi]
     lanes: [full]
+    options: {slots: 0}
+    timeouts: {job: 0.5}
 """
 
 TESTS = """
@@ -91,7 +94,7 @@ def test_default_selection_is_the_fake_stacks(project: pytest.Pytester) -> None:
             lanes: [pr]
             compose: {directory: stack, service: s}
         """)
-    project.makefile(".yaml", manifest=MANIFEST.split("  - name: broken-mpi")[0]
+    project.makefile(".yaml", manifest=MANIFEST.split("  - name: broken-slurm")[0]
                      + textwrap.indent(real, "  "))
     result = project.runpytest("-v")
     result.assert_outcomes(passed=5, skipped=2)  # a compose stack would be an infra error
@@ -123,7 +126,7 @@ def test_unknown_stack_is_a_usage_error(project: pytest.Pytester) -> None:
     result = project.runpytest("--stack=fake-slurn")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*unknown stack 'fake-slurn'*Did you mean 'fake-slurm'?*",
-                                 "*Known stacks: fake-slurm, fake-slurm-20.11, broken-mpi*"])
+                                 "*Known stacks: fake-slurm, fake-slurm-20.11, broken-slurm*"])
     assert "Traceback" not in result.stderr.str()
 
 
@@ -170,13 +173,13 @@ def test_deselecting_everything_on_a_stack_fails(project: pytest.Pytester) -> No
 
 
 def test_infrastructure_error_is_its_own_category(project: pytest.Pytester) -> None:
-    result = project.runpytest("--stack=broken-mpi", "-k", "test_runs")
+    result = project.runpytest("--stack=broken-slurm", "-k", "test_runs")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     out = result.stdout.str()
     assert "1 infra" in out and "passed" not in out.splitlines()[-1]
     result.stdout.fnmatch_lines([
-        "*INFRASTRUCTURE ERROR (not a test failure)*no fake exists for backend 'mpi-operator'*",
-        "*broken-mpi*INFRASTRUCTURE ERROR*",
+        "*INFRASTRUCTURE ERROR (not a test failure)*functional probe job did not finish*",
+        "*broken-slurm*INFRASTRUCTURE ERROR*",
     ])
 
 
@@ -300,7 +303,7 @@ def test_a_stack_only_test_on_a_broken_stack_is_infra_not_pass(project: pytest.P
         def test_meta(stack):
             assert stack.version
     """)
-    result = project.runpytest("--stack=broken-mpi", "test_meta.py")
+    result = project.runpytest("--stack=broken-slurm", "test_meta.py")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     assert "1 infra" in result.stdout.str()
     assert "passed" not in result.stdout.lines[-1]

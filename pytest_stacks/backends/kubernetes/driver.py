@@ -41,6 +41,7 @@ from pytest_stacks.backends.kubernetes.identities import (
     Identity,
     identity_of,
 )
+from pytest_stacks.backends.kubernetes.namespaces import ensure_namespace
 from pytest_stacks.backends.kubernetes.objects import conditions, terminated
 from pytest_stacks.contract import (
     ActionResult,
@@ -52,7 +53,6 @@ from pytest_stacks.contract import (
     SubmitResult,
 )
 from pytest_stacks.errors import BackendCallError
-from pytest_stacks.polling import poll_until
 
 LOG_LIMIT = 64 * 1024
 
@@ -111,21 +111,7 @@ class KubernetesClient:
         if self._namespace_ready:
             return
         with self._whole_call(f"namespace {self.namespace}"):
-            if self._api.get("Namespace", None, self.namespace) is None:
-                try:
-                    self._api.create(objects.namespace(self.namespace, self.run_id))
-                except ApiError as exc:
-                    if exc.status != 409:
-                        raise
-            # Pods are refused until the controller made the namespace's default account.
-            try:
-                poll_until(lambda: self._api.get("ServiceAccount", self.namespace, "default"),
-                           lambda account: account is not None, timeout=30, interval=0.5,
-                           first_interval=0.02,
-                           on_timeout=lambda _: f"namespace {self.namespace} got no default "
-                                                f"ServiceAccount in 30s")
-            except TimeoutError as exc:
-                raise BackendCallError(str(exc)) from None
+            ensure_namespace(self._api, self.namespace, self.run_id)
         self._namespace_ready = True
 
     def versions(self) -> dict[str, str]:

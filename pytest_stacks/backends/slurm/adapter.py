@@ -66,5 +66,6 @@ def fake_client(stack: Stack, run_dir: Path,
     # Imported here: the compose lane never needs the double.
     from pytest_stacks.backends.slurm.fake import FakeSlurmHost
 
-    host = FakeSlurmHost(stack.version, min_job_age=float(stack.options.get("min_job_age", 1.0)))
+    host = FakeSlurmHost(stack.version, min_job_age=float(stack.options.get("min_job_age", 1.0)),
+                         slots=int(stack.options.get("slots", 4)))
     return SlurmClient(host, stack.name), host.daemon_log, host.close
