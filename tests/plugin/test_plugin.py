@@ -38,7 +38,7 @@ stacks:
     capabilities: [submit, status]
     lanes: [full]
   - name: broken-slurm
-    description: No slot to run on, so its probe job never finishes and the stack never proves itself.
+    description: No slot to run on, so its probe job never finishes.
     backend: slurm
     version: "24.11.5"
     provider: fake
