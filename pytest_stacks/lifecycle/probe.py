@@ -18,8 +18,12 @@ def functional_probe(stack: Stack, attached: Attached) -> None:
     client = attached.client
     token = uuid.uuid4().hex
     outputs = ("probe.txt",) if "outputs" in stack.capabilities else ()
+    # A stack may ask for a particular probe (the Kubernetes stacks: one MPIJob, so the
+    # operator itself is proven before any test, not only the API server).
+    options = stack.options.get("probe", {})
     handles = submitted(client.submit([JobSpec(script=f"echo {token} > probe.txt\n",
-                                               name="pytest-stacks-probe", outputs=outputs)]))
+                                               name="pytest-stacks-probe", outputs=outputs,
+                                               backend_options=dict(options))]))
     try:
         [status] = wait_for(client, handles, timeout=stack.timeouts.job)
     except TimeoutError as exc:

@@ -43,6 +43,14 @@ def _resources(owner_pid: int) -> list[str]:
     return found
 
 
+def _in_no_container(pid: str) -> bool:
+    """A process outside every container (its cgroup names no docker container)."""
+    try:
+        return "docker" not in Path(f"/proc/{pid}/cgroup").read_text()
+    except OSError:
+        return False
+
+
 def _project(tmp_path: Path, body: str, manifest: Path | None = None) -> list[str]:
     tmp_path.mkdir(parents=True, exist_ok=True)
     (tmp_path / "pytest.ini").write_text("[pytest]\n")
@@ -59,9 +67,9 @@ def test_long(backend, stack):
 """
 
 
-def _start_long(tmp_path: Path) -> tuple[subprocess.Popen[str], Path]:
+def _start_long(tmp_path: Path, stack: str = STACK) -> tuple[subprocess.Popen[str], Path]:
     marker = tmp_path / "started"
-    cmd = [*_project(tmp_path, LONG_TEST.format(marker=marker)), f"--stack={STACK}"]
+    cmd = [*_project(tmp_path, LONG_TEST.format(marker=marker)), f"--stack={stack}"]
     proc = subprocess.Popen(cmd, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             text=True, start_new_session=True)
     deadline = time.monotonic() + 600
@@ -84,18 +92,25 @@ def test_interrupt_tears_down(tmp_path: Path, sig: signal.Signals) -> None:
     assert _resources(proc.pid) == [], out[-3000:]
 
 
-def test_sigkill_leftovers_are_reaped_by_the_next_run(tmp_path: Path) -> None:
-    proc, _ = _start_long(tmp_path / "dead")
+@pytest.mark.parametrize("stack", [STACK, "k8s-1.36-mpi-0.8"])
+def test_sigkill_leftovers_are_reaped_by_the_next_run(tmp_path: Path, stack: str) -> None:
+    """For the Kubernetes stack the whole plane (etcd, apiserver, the run's namespace and
+    every object in it, the operator) lives in the labelled container, so reaping it reaps
+    them all."""
+    proc, _ = _start_long(tmp_path / "dead", stack)
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait(timeout=60)
     assert _resources(proc.pid), "SIGKILL cannot tear down: the resources must still be there"
     survivor = tmp_path / "next"
     survivor.mkdir()
-    cmd = [*_project(survivor, "def test_ok(backend):\n    pass\n"), f"--stack={STACK}"]
+    cmd = [*_project(survivor, "def test_ok(backend):\n    pass\n"), f"--stack={stack}"]
     result = subprocess.run(cmd, cwd=survivor, capture_output=True, text=True, timeout=600,
                             check=False)
     assert result.returncode == 0, result.stdout[-3000:]
     assert _resources(proc.pid) == [], "the next run must reap what the dead run left"
+    leftover = subprocess.run(["pgrep", "-f", "kube-apiserver|mpi-operator|kwok"],
+                              capture_output=True, text=True, check=False).stdout.split()
+    assert not [pid for pid in leftover if _in_no_container(pid)], "plane processes leaked"
 
 
 def test_two_concurrent_sessions_on_the_same_stack(tmp_path: Path) -> None:

@@ -575,3 +575,30 @@ def test_the_first_pod_waits_for_the_namespaces_default_service_account() -> Non
         assert result.ok, result.error
     finally:
         cluster.close()
+
+
+def test_attaching_reaps_namespaces_of_runs_whose_directory_is_gone(tmp_path: Path) -> None:
+    from pytest_stacks.backends.kubernetes.adapter import reap_dead_runs
+
+    root = tmp_path / "runs"
+    (root / "20260101000000-live0001").mkdir(parents=True)
+    (root / "kept" / "20260101000000-kept0001").mkdir(parents=True)
+    me = root / "20260101000000-mine0001"
+    me.mkdir()
+    cluster = FakeCluster()
+    try:
+        for run in ("20260101000000-live0001", "20260101000000-kept0001",
+                    "20260101000000-dead0001", me.name):
+            cluster.create(objects.namespace(f"pst-{run}", run))
+        client = KubernetesClient(cluster, "s", namespace=f"pst-{me.name}", run_id=me.name,
+                                  image="img")
+        assert reap_dead_runs(client, me) == ["pst-20260101000000-dead0001"]
+        stone = json.loads((me / "tombstones.jsonl").read_text())
+        assert stone["run"] == "20260101000000-dead0001" and stone["why"]
+        cluster.wait_idle()
+        left = {n["metadata"]["name"] for n in cluster.list("Namespace")}
+        assert "pst-20260101000000-dead0001" not in left
+        assert {f"pst-{r}" for r in ("20260101000000-live0001", "20260101000000-kept0001",
+                                     me.name)} <= left
+    finally:
+        cluster.close()

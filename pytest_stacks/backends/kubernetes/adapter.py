@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from pytest_stacks.backends.kubernetes.api import KubeApi
+from pytest_stacks.backends.kubernetes.cleanup import reap
 from pytest_stacks.backends.kubernetes.driver import KubernetesClient
 from pytest_stacks.contract import JobClient
 from pytest_stacks.errors import InfrastructureError, StacksError
@@ -118,6 +119,22 @@ def _client(stack: Stack, api: KubeApi, run_dir: Path, operator_version: str) ->
         invalid_after=float(options.get("invalid_after", 30)))
 
 
+def reap_dead_runs(client: KubernetesClient, run_dir: Path) -> list[str]:
+    """Namespaces of runs that died on this cluster (a plane kept by `pytest-stacks up` and
+    borrowed by many runs): removed, each with a tombstone line in this run's directory. A run
+    is alive while its run directory exists (dead runs' directories are reaped at start)."""
+    root = run_dir.parent.parent if run_dir.parent.name == "kept" else run_dir.parent
+
+    def alive(run_id: str) -> bool:
+        return any(folder.is_dir() for folder in (run_dir, root / run_id, root / "kept" / run_id)
+                   if folder.name == run_id)
+
+    try:
+        return reap(client.api, alive, run_dir / "tombstones.jsonl")
+    except Exception as exc:  # reaping is housekeeping: it must not fail this run's attach
+        return [f"reaping dead runs' namespaces failed: {exc}"]
+
+
 class ControlPlaneAdapter:
     def host_environment(self, stack: Stack, timeout: float) -> dict[str, str]:
         """Build (once per version) and hand the compose file each program folder."""
@@ -171,8 +188,10 @@ class ControlPlaneAdapter:
 
     def client(self, stack: Stack, transport: Transport, endpoints: Mapping[str, str],
                run_dir: Path) -> JobClient:
-        return make_client(stack, Path(endpoints["kubeconfig"]), run_dir,
-                           endpoints.get("operator_version", ""))
+        client = make_client(stack, Path(endpoints["kubeconfig"]), run_dir,
+                             endpoints.get("operator_version", ""))
+        reap_dead_runs(client, run_dir)
+        return client
 
     def daemon_logs(self, transport: Transport) -> str:
         script = (f"for f in {LOGS}/*.log; do [ -f \"$f\" ] || continue; "
