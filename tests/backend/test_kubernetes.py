@@ -154,3 +154,24 @@ class _operator_frozen:
     def _signal(self, name: str) -> None:
         subprocess.run(["docker", "exec", self.info["container"], "pkill", f"-{name}", "-x",
                         "mpi-operator"], check=True, capture_output=True, timeout=30)
+
+
+@pytest.mark.requires("submit", "status")
+def test_ttl_after_finished_removes_only_the_launcher(backend: Any, stack: Stack) -> None:
+    """As the operator actually does it (seen on 0.8.2): runPolicy.ttlSecondsAfterFinished
+    reaches the launcher Job, which the TTL controller deletes with its pod; the MPIJob and its
+    workers, Service, ConfigMap and Secret stay."""
+    if stack.provider == "fake":
+        pytest.skip("the fake does not model the TTL controller")
+    [handle] = _done(backend, stack, [JobSpec(script="true\n",
+                                              backend_options={**MPI, "ttl_seconds": 2})])
+    found = {i.role: i for i in backend.identities([handle])}
+    launcher = found[ROLE_LAUNCHER_JOB]
+    deadline = time.monotonic() + 60
+    while backend.api.get("Job", launcher.namespace, launcher.name) is not None:
+        assert time.monotonic() < deadline, "the TTL controller never removed the launcher"
+        time.sleep(1)
+    assert backend.api.get("MPIJob", backend.namespace, handle.job_id) is not None
+    for role in (ROLE_SERVICE, ROLE_CONFIG, ROLE_SECRET):
+        ident = found[role]
+        assert backend.api.get(ident.kind, ident.namespace, ident.name) is not None, role

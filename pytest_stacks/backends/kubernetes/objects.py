@@ -14,6 +14,7 @@ and pure readers of the state the API server stores in them.
   with the annotated non-zero exit code and message. With it, it stays Running until deleted.
 - ``launcher_replicas`` (int, default 1): only to build an MPIJob the operator refuses, for
   tests of the harness's handling of invalid jobs.
+- ``ttl_seconds`` (int): the MPIJob's ``runPolicy.ttlSecondsAfterFinished``.
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ class JobOptions:
     message: str = ""
     keep_running: bool = False
     launcher_replicas: int = 1
+    ttl_seconds: int | None = None
 
 
 def options_of(spec: JobSpec, *, shape: str, workers: int, image: str) -> JobOptions:
@@ -61,6 +63,7 @@ def options_of(spec: JobSpec, *, shape: str, workers: int, image: str) -> JobOpt
         message=str(raw.get("message", "")),
         keep_running=_bool(raw, "keep_running"),
         launcher_replicas=_int(raw, "launcher_replicas", 1),
+        ttl_seconds=_int(raw, "ttl_seconds", -1) if "ttl_seconds" in raw else None,
     )
     if opts.shape not in SHAPES:
         raise ValueError(f"backend option shape={opts.shape!r}: expected one of {SHAPES}")
@@ -155,7 +158,9 @@ def mpijob(spec: JobSpec, opts: JobOptions, *, name: str, namespace: str, run_id
         "spec": {
             "slotsPerWorker": 1,
             "runPolicy": {"cleanPodPolicy": "None", "backoffLimit": 0,
-                          "activeDeadlineSeconds": spec.walltime_s},
+                          "activeDeadlineSeconds": spec.walltime_s,
+                          **({"ttlSecondsAfterFinished": opts.ttl_seconds}
+                             if opts.ttl_seconds is not None else {})},
             "mpiReplicaSpecs": {
                 "Launcher": _replica(opts.launcher_replicas, template, labels,
                                      outcome_annotations(opts)),
