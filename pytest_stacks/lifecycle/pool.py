@@ -37,6 +37,9 @@ class StackPool:
 
     def acquire(self, stack: Stack) -> Attached:
         if stack.name in self._attached:
+            died = self.run_dir.error(stack.name)  # another process saw it die
+            if died is not None:
+                raise died
             return self._attached[stack.name]
         self.run_dir.ensure()
         with self.run_dir.lock(stack.name):
@@ -115,6 +118,23 @@ class StackPool:
                 f"{stack.version!r}. Rebuild the stack's image, or fix the pin.")
         functional_probe(stack, attached)
         return StackRecord(stack.name, info, observed, versions.get("client", ""))
+
+    def check_health(self, stack: Stack) -> InfrastructureError | None:
+        """Whether a stack this run brought up died under it. If so the death is recorded,
+        so every later test on it (in any process) is an infrastructure error at once."""
+        record = self.run_dir.record(stack.name)
+        if record is None:
+            return None
+        try:
+            why, logs = provider_for(stack).health(stack, record.info)
+        except Exception as exc:  # cannot even ask: say so rather than guess
+            why, logs = f"cannot check the stack's health: {exc}", ""
+        if not why:
+            return None
+        error = InfrastructureError(stack.name, f"the stack died during the run: {why}", logs)
+        with self.run_dir.lock(stack.name):
+            self.run_dir.write_error(error)
+        return error
 
     def release(self) -> None:
         """Let go of this process's clients (every process does this at its end)."""

@@ -33,9 +33,8 @@ def pytest_runtest_makereport(item: pytest.Item,
                 report.user_properties.append((f"pytest-stacks:{key}", value))
     if call.when == "call":
         _record_identities(item, report)
-    if call.excinfo is not None and call.excinfo.errisinstance(InfrastructureError):
-        error = call.excinfo.value
-        assert isinstance(error, InfrastructureError)
+    error = _infrastructure_error(item, stack, call, report)
+    if error is not None:
         report.user_properties.append((PROP_INFRA, error.message))
         report.longrepr = f"INFRASTRUCTURE ERROR (not a test failure): {error}"
         if error.logs:
@@ -43,6 +42,20 @@ def pytest_runtest_makereport(item: pytest.Item,
     elif report.failed and call.when == "call":
         _attach_diagnostics(item, stack, report)
     return report
+
+
+def _infrastructure_error(item: pytest.Item, stack: Stack, call: pytest.CallInfo[None],
+                          report: pytest.TestReport) -> InfrastructureError | None:
+    """The infrastructure error behind this report: raised by the harness, or a stack that
+    died under the test (its failure is then not the product's)."""
+    if call.excinfo is not None and call.excinfo.errisinstance(InfrastructureError):
+        raised = call.excinfo.value
+        assert isinstance(raised, InfrastructureError)
+        return raised
+    pool = state(item.config).pool
+    if not report.failed or pool is None or stack.is_fake or pool.attached(stack.name) is None:
+        return None
+    return pool.check_health(stack)
 
 
 def _record_identities(item: pytest.Item, report: pytest.TestReport) -> None:

@@ -121,6 +121,11 @@ class Provider(Protocol):
         before it was recorded. Returns what could not be removed."""
         ...
 
+    def health(self, stack: Stack, info: StackInfo) -> tuple[str, str]:
+        """("", "") while the stack's daemons can still serve; else (why not, their last
+        logs), e.g. a container that was killed under the run."""
+        ...
+
 
 @runtime_checkable
 class StackAdapter(Protocol):

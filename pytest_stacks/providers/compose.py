@@ -261,3 +261,17 @@ class ComposeProvider:
     def sweep_run(self, ctx: RunContext) -> list[str]:
         return reaper.sweep_run(ctx.run_id)
 
+    def health(self, stack: Stack, info: StackInfo) -> tuple[str, str]:
+        """A container that is no longer running cannot serve: why, with its last logs."""
+        try:
+            container = dockerutil.client().containers.get(info.container)
+            container.reload()
+        except Exception as exc:
+            return f"the stack's container is gone ({exc})", ""
+        if container.status == "running":
+            return "", ""
+        state = container.attrs.get("State", {})
+        logs = container.logs(tail=100).decode("utf-8", "replace")
+        return (f"the stack's container {container.name} is {container.status} (exit code "
+                f"{state.get('ExitCode')}{', killed' if state.get('OOMKilled') else ''})", logs)
+

@@ -26,5 +26,8 @@ class FakeProvider:
     def is_current(self, stack: Stack, info: StackInfo) -> bool:
         return False  # an in-process double is never borrowed from another run
 
+    def health(self, stack: Stack, info: StackInfo) -> tuple[str, str]:
+        return "", ""  # in-process, or nothing of ours outside the API server to watch
+
     def sweep_run(self, ctx: RunContext) -> list[str]:
         return []

@@ -160,6 +160,9 @@ class KindProvider:
     def is_current(self, stack: Stack, info: StackInfo) -> bool:
         return False  # kind clusters are not kept between runs
 
+    def health(self, stack: Stack, info: StackInfo) -> tuple[str, str]:
+        return "", ""  # in-process, or nothing of ours outside the API server to watch
+
     def sweep_run(self, ctx: RunContext) -> list[str]:
         return reap(self._run, ctx.run_dir.parent, only_run=ctx.run_id)
 

@@ -34,5 +34,8 @@ class Unavailable:
     def is_current(self, stack: Stack, info: StackInfo) -> bool:
         return False
 
+    def health(self, stack: Stack, info: StackInfo) -> tuple[str, str]:
+        return "", ""  # in-process, or nothing of ours outside the API server to watch
+
     def sweep_run(self, ctx: RunContext) -> list[str]:
         return []

@@ -8,6 +8,7 @@ unless PYTEST_STACKS_REQUIRE_DOCKER=1 (CI) makes a missing engine a failure.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -280,3 +281,68 @@ def test_ctrl_c_during_bring_up_leaves_nothing(tmp_path: Path) -> None:
     out, _ = proc.communicate(timeout=180)
     assert proc.returncode != 0
     assert _resources(proc.pid) == [], out[-3000:]
+
+
+KILLED_MID_RUN = """
+import subprocess
+from pytest_stacks.contract import JobSpec, submitted, wait_for
+
+def test_1_before(backend, stack):
+    wait_for(backend, submitted(backend.submit([JobSpec(script="true\\n")])), timeout=60)
+
+def test_2_container_killed_under_the_test(backend, stack, stack_info):
+    if stack.provider != "fake":
+        subprocess.run(["docker", "kill", stack_info["container"]], check=True,
+                       capture_output=True)
+    wait_for(backend, submitted(backend.submit([JobSpec(script="true\\n")])), timeout=60)
+
+def test_3_after(backend, stack):
+    wait_for(backend, submitted(backend.submit([JobSpec(script="true\\n")])), timeout=60)
+"""
+
+
+def test_a_stack_killed_mid_run_is_infra_for_its_tests_and_others_go_on(tmp_path: Path) -> None:
+    cmd = [*_project(tmp_path, KILLED_MID_RUN), f"--stack={STACK}", "--stack=fake-slurm",
+           "-p", "no:randomly", "-rA"]
+    proc = subprocess.Popen(cmd, cwd=tmp_path, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+    out, _ = proc.communicate(timeout=600)
+    assert proc.returncode == 1, out[-4000:]
+    # The fake's three tests and the real stack's first pass; the two after the kill are
+    # infrastructure errors (with the container's state), not product failures.
+    assert out.splitlines()[-1].startswith("4 passed, 2 infra"), out[-4000:]
+    assert "the stack died during the run" in out and "is exited (exit code 137)" in out
+    assert "PASSED test_fault.py::test_3_after[fake-slurm]" in out
+    assert _resources(proc.pid) == [], "the dead stack's resources must be torn down"
+
+
+WORKER_DIES = """
+import os
+import re
+from pytest_stacks.contract import JobSpec, submitted, wait_for
+
+def test_0(backend, stack):
+    wait_for(backend, submitted(backend.submit([JobSpec(script="true\\n")])), timeout=60)
+
+def test_1_worker_dies(backend, stack):
+    os._exit(3)
+
+def test_2(backend, stack):
+    wait_for(backend, submitted(backend.submit([JobSpec(script="true\\n")])), timeout=60)
+
+def test_3(backend, stack):
+    wait_for(backend, submitted(backend.submit([JobSpec(script="true\\n")])), timeout=60)
+"""
+
+
+def test_a_worker_that_dies_fails_the_run_by_name_and_leaks_nothing(tmp_path: Path) -> None:
+    cmd = [*_project(tmp_path, WORKER_DIES), f"--stack={STACK}", "-n", "2", "-p", "no:randomly"]
+    proc = subprocess.Popen(cmd, cwd=tmp_path, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+    out, _ = proc.communicate(timeout=600)
+    assert proc.returncode == 1, out[-4000:]
+    assert re.search(r"worker 'gw\d' crashed while running '.*test_1_worker_dies", out), out[-4000:]
+    assert "3 passed" in out.splitlines()[-1], out[-3000:]
+    assert _resources(proc.pid) == [], "the controller must tear the stack down once"
+    downs = out.count("teardown not proven")
+    assert downs == 0, out[-3000:]
