@@ -150,6 +150,14 @@ def test_xdist_workers_share_one_stack(tmp_path: Path) -> None:
     assert len(seen) == 1, f"workers attached to different containers: {seen}"
 
 
+def _docker_objects() -> dict[str, set[str]]:
+    def ids(*argv: str) -> set[str]:
+        return set(subprocess.run(["docker", *argv], capture_output=True, text=True,
+                                  check=True).stdout.split())
+    return {"images": ids("images", "-q", "pytest-stacks/slurm"),
+            "containers": ids("ps", "-aq"), "dangling": ids("images", "-qf", "dangling=true")}
+
+
 def _broken_manifest(tmp_path: Path, dockerfile: str, ready_timeout: float = 120) -> Path:
     folder = tmp_path / "stack"
     folder.mkdir()
@@ -187,6 +195,7 @@ def test_broken_dockerfile_gives_the_clear_build_error(tmp_path: Path) -> None:
                   "RUN this-command-does-not-exist --really\n")
     work = tmp_path / "proj"
     work.mkdir()
+    before = _docker_objects()
     cmd = [*_project(work, "def test_x(backend):\n    pass\n", manifest), "--stack=broken-slurm"]
     result = subprocess.run(cmd, cwd=work, capture_output=True, text=True, timeout=600,
                             check=False)
@@ -194,6 +203,12 @@ def test_broken_dockerfile_gives_the_clear_build_error(tmp_path: Path) -> None:
     assert result.returncode == 1, out[-3000:]
     assert "1 infra" in out
     assert "image build failed at step" in out and "this-command-does-not-exist" in out
+    # Nothing a later run could mistake for a good build: no tagged image of the stack, no
+    # container of the failed step, no new dangling image.
+    after = _docker_objects()
+    assert after["images"] <= before["images"], after["images"] - before["images"]
+    assert after["containers"] <= before["containers"], after["containers"] - before["containers"]
+    assert after["dangling"] <= before["dangling"], after["dangling"] - before["dangling"]
     assert "broken-slurm" in out
     assert "Traceback" not in out
 
