@@ -68,7 +68,7 @@ def test_upstream_adaptation_on_a_faithful_double(tmp_path: Path) -> None:
     manifest = tmp_path / "manifest.yaml"
     manifest.write_text(f"""
 version: 1
-capabilities: {{submit: s, status: t, kill: k, purge: p, inputs: i, outputs: o,
+capabilities: {{submit: s, status: t, execution: e, kill: k, purge: p, inputs: i, outputs: o,
                outputs.repeatable: r, logs: l}}
 backends:
   htcondor: {{window: {{anchor: "23.9", leading_edge: "25.13"}}}}
@@ -79,7 +79,8 @@ stacks:
     provider: compose
     transport: bindings
     configuration: single-node
-    capabilities: [submit, status, kill, purge, inputs, outputs, outputs.repeatable, logs]
+    capabilities: [submit, status, execution, kill, purge, inputs, outputs, outputs.repeatable,
+                   logs]
     lanes: [full]
     image: {{name: {name}, tag: {tag}}}
     compose:
