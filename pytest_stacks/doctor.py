@@ -169,9 +169,9 @@ def checks(manifest: Manifest | None, stacks: Sequence[Stack] = ()) -> list[Chec
     if any("go" in s.requires for s in stacks):
         out.append(_go_check())
     if any("kind" in s.requires for s in stacks):
-        kind = shutil.which("kind")
-        out.append(Check("kind", kind is not None, kind or "not installed",
-                         "install kind (Debian trixie package `kind`) and kubectl"))
+        kubectl = shutil.which("kubectl")
+        out.append(Check("kubectl (kind stacks)", kubectl is not None, kubectl or "not installed",
+                         "install kubectl; kind itself is built from its module at bring-up"))
     return out
 
 

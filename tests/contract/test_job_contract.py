@@ -8,6 +8,7 @@ cannot make a test pass.
 from __future__ import annotations
 
 import os
+import re
 import uuid
 from pathlib import Path
 
@@ -173,3 +174,23 @@ def test_finished_job_stays_observable_after_leaving_the_queue(backend: JobClien
     [status] = backend.status([handle])
     assert status.state is JobState.FAILED, status
     assert status.exit_code == 4
+
+
+@pytest.mark.requires("submit", "status", "mpi")
+def test_an_mpi_job_reports_every_rank_on_distinct_hosts(backend: JobClient, stack: Stack,
+                                                         tmp_path: Path) -> None:
+    """An MPI program across 2 workers: each rank prints its rank and host; the result must
+    list exactly ranks 0 and 1, on 2 distinct hosts (a missing rank fails the test)."""
+    workers = 2
+    spec = JobSpec(
+        script=f"mpirun --allow-run-as-root -np {workers} --map-by node pytest-stacks-rank\n",
+        name="mpi", backend_options={"shape": "mpijob", "workers": workers})
+    [handle] = submitted(backend.submit([spec]))
+    [status] = wait_for(backend, [handle], timeout=_timeout(stack))
+    assert status.state is JobState.COMPLETED, status
+    [result] = backend.fetch_outputs([handle], tmp_path)
+    assert result.ok, result.error
+    text = "\n".join(p.read_text() for p in result.files.values())
+    ranks = dict(re.findall(r"rank=(\d+) size=\d+ host=(\S+)", text))
+    assert sorted(ranks) == [str(r) for r in range(workers)], text[-2000:]
+    assert len(set(ranks.values())) == workers, text[-2000:]
