@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from functools import cache
 from typing import Any
 
+from pytest_stacks import cancellation
 from pytest_stacks.errors import StacksError
 
 
@@ -43,16 +44,11 @@ def docker_cli() -> str:
 def run_cli(args: Sequence[str], *, env: Mapping[str, str] | None = None, timeout: float = 600,
             cwd: str | None = None, input_bytes: bytes | None = None
             ) -> subprocess.CompletedProcess[str]:
-    """Run ``docker ARGS`` capturing text output; never raises for a non-zero exit."""
-    try:
-        return subprocess.run([docker_cli(), *args], env=dict(env) if env else None, cwd=cwd,
-                              capture_output=True, text=True, timeout=timeout,
-                              input=input_bytes.decode() if input_bytes else None, check=False)
-    except subprocess.TimeoutExpired as exc:
-        out = exc.stdout.decode() if isinstance(exc.stdout, bytes) else (exc.stdout or "")
-        err = exc.stderr.decode() if isinstance(exc.stderr, bytes) else (exc.stderr or "")
-        return subprocess.CompletedProcess(exc.cmd, 124, out,
-                                           err + f"\n(timed out after {timeout:.0f}s)")
+    """Run ``docker ARGS`` capturing text output; never raises for a non-zero exit (a timeout
+    is exit 124). Raises :class:`~pytest_stacks.cancellation.Cancelled` if the run is
+    interrupted meanwhile."""
+    return cancellation.run([docker_cli(), *args], env=env, cwd=cwd, timeout=timeout,
+                            input_text=input_bytes.decode() if input_bytes else None)
 
 
 def image_exists(reference: str) -> bool:

@@ -15,7 +15,6 @@ import json
 import os
 import re
 import shutil
-import subprocess
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -23,6 +22,7 @@ from pathlib import Path
 
 from filelock import FileLock
 
+from pytest_stacks import cancellation
 from pytest_stacks.errors import StacksError
 
 GO_CANDIDATES = ("/usr/local/go/bin/go",)
@@ -135,11 +135,9 @@ def _left(deadline: float) -> float:
 
 def _run(argv: Sequence[str], cwd: Path, timeout: float) -> str:
     env = {**os.environ, "GOFLAGS": "-buildvcs=false", "CGO_ENABLED": "0"}
-    try:
-        done = subprocess.run(list(argv), cwd=cwd, env=env, capture_output=True, text=True,
-                              timeout=timeout, check=False)
-    except subprocess.TimeoutExpired:
-        raise GoBuildError(f"`{' '.join(argv[:4])}` did not finish in {timeout:.0f}s") from None
+    done = cancellation.run(argv, cwd=str(cwd), env=env, timeout=timeout)
+    if done.returncode == 124 and "timed out after" in done.stderr:
+        raise GoBuildError(f"`{' '.join(argv[:4])}` did not finish in {timeout:.0f}s")
     if done.returncode != 0:
         tail = "\n".join((done.stderr or done.stdout).strip().splitlines()[-15:])
         raise GoBuildError(f"`{' '.join(argv[:4])} ...` failed (exit {done.returncode}):\n{tail}")

@@ -11,6 +11,8 @@ import time
 from collections.abc import Callable
 from typing import TypeVar
 
+from pytest_stacks import cancellation
+
 T = TypeVar("T")
 
 
@@ -39,5 +41,5 @@ def poll_until(
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             raise TimeoutError(on_timeout(last))
-        time.sleep(min(delay, remaining))
+        cancellation.sleep(min(delay, remaining))
         delay = min(delay * 2, interval)

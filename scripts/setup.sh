@@ -14,6 +14,9 @@ fi
 .venv/bin/python -m pip install -q -e '.[dev]'
 # The offline CI-config checkers (Renovate with Node 24, check-jsonschema, zizmor).
 PYTHON=.venv/bin/python bash scripts/install-checkers.sh
+# The report checkers: headless Chromium (the HTML compatibility page) and Allure 3 from npm.
+bash scripts/install-chromium.sh
+bash scripts/install-allure.sh >/dev/null
 
 MAIN_STACK=${MAIN_STACK:-slurm-24.11}
 if .venv/bin/pytest-stacks doctor --fix --stack "$MAIN_STACK" --stack 'slurm-*' --stack 'htcondor-23*' --stack 'k8s-*'; then

@@ -11,12 +11,14 @@ import sys
 from collections.abc import Sequence
 
 from pytest_stacks.ci import EMPTY_LANE_EXIT, EmptyLaneError
-from pytest_stacks.cli import planning, stacks
+from pytest_stacks.cli import planning, report, stacks
 from pytest_stacks.errors import InfrastructureError, ManifestError, StacksError
+from pytest_stacks.verdicts.results import ResultsError
 
 EXIT_CODES: tuple[tuple[type[BaseException], int], ...] = (
     (EmptyLaneError, EMPTY_LANE_EXIT),  # the lane is empty: nothing to run, said as such
     (ManifestError, 4),  # as pytest: a usage error
+    (ResultsError, 4),  # a results file that cannot be read: bad input, as a manifest
     (InfrastructureError, 3),
     (StacksError, 2),
     (KeyboardInterrupt, 130),
@@ -31,6 +33,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     stacks.register(sub)
     planning.register(sub)
+    report.register(sub)
     return parser
 
 

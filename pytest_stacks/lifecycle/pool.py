@@ -2,8 +2,11 @@
 
 The first process that needs a stack takes its lock, brings it up, proves it (readiness, the
 daemon's version against the pin, a functional probe job) and records how to attach. Others wait
-on the lock and attach. A failed bring-up is recorded too, so every later test on that stack
-fails fast with the same infrastructure error instead of retrying. Only the run's owner (the
+on the lock and attach. The owner may start the stacks it knows will be needed ahead of time, in
+background threads and several at once (:meth:`StackPool.prefetch`): a run over a whole
+version window then waits for its slowest stack, not for the sum of them. A failed bring-up is
+recorded too, so every later test on that stack fails fast with the same infrastructure error
+instead of retrying. Only the run's owner (the
 xdist controller, or the single pytest process) tears down, after the last worker is gone.
 Nothing here knows about pytest.
 """
@@ -12,7 +15,10 @@ from __future__ import annotations
 
 import contextlib
 import time
+from collections.abc import Iterable
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 
+from pytest_stacks import cancellation
 from pytest_stacks.errors import InfrastructureError
 from pytest_stacks.lifecycle.probe import functional_probe
 from pytest_stacks.lifecycle.rundir import RunDirectory, StackRecord, kept_records
@@ -27,6 +33,8 @@ class StackPool:
         self.ctx = ctx
         self.run_dir = RunDirectory(ctx)
         self._attached: dict[str, Attached] = {}
+        self._prefetched: dict[str, Future[StackRecord]] = {}
+        self._executor: ThreadPoolExecutor | None = None
 
     def records(self) -> list[StackRecord]:
         return self.run_dir.records()
@@ -35,18 +43,34 @@ class StackPool:
         """The stack as this process already holds it, without bringing anything up."""
         return self._attached.get(name)
 
+    def prefetch(self, stacks: Iterable[Stack], parallel: int) -> list[str]:
+        """Start bringing these stacks up in the background, at most ``parallel`` at once.
+
+        Owner only. A stack another process already holds is simply found under its lock; a
+        failure is recorded like any bring-up failure and raised by :meth:`acquire`, so the
+        tests that need the stack report it. Returns the names started.
+        """
+        todo = [s for s in stacks if not s.is_fake and s.name not in self._prefetched]
+        if not todo:
+            return []
+        self.run_dir.ensure()
+        if self._executor is None:
+            self._executor = ThreadPoolExecutor(max_workers=max(1, parallel),
+                                                thread_name_prefix="pytest-stacks-up")
+        for stack in todo:
+            self._prefetched[stack.name] = self._executor.submit(self._ensure_up, stack)
+        return [s.name for s in todo]
+
     def acquire(self, stack: Stack) -> Attached:
         if stack.name in self._attached:
             died = self.run_dir.error(stack.name)  # another process saw it die
             if died is not None:
                 raise died
             return self._attached[stack.name]
-        self.run_dir.ensure()
-        with self.run_dir.lock(stack.name):
-            error = self.run_dir.error(stack.name)
-            if error is not None:
-                raise error
-            record = self.run_dir.record(stack.name) or self._bring_up(stack)
+        started = self._prefetched.get(stack.name)
+        if started is not None:
+            wait([started])  # its outcome is on record either way: read below
+        record = self._ensure_up(stack)
         try:
             attached = provider_for(stack).attach(stack, record.info, self.ctx)
         except InfrastructureError:
@@ -57,6 +81,30 @@ class StackPool:
         attached.client_version = record.client_version
         self._attached[stack.name] = attached
         return attached
+
+    def _ensure_up(self, stack: Stack) -> StackRecord:
+        """The stack's record, bringing it up under its lock if no process has yet."""
+        self.run_dir.ensure()
+        with self.run_dir.lock(stack.name):
+            error = self.run_dir.error(stack.name)
+            if error is not None:
+                raise error
+            return self.run_dir.record(stack.name) or self._bring_up(stack)
+
+    def _stop_prefetch(self) -> list[str]:
+        """Let no bring-up run behind teardown's back: finished ones are done; unfinished ones
+        (an interrupted run) are cancelled, their children killed, their threads joined."""
+        if self._executor is None:
+            return []
+        unfinished = [name for name, f in self._prefetched.items() if not f.done()]
+        if unfinished:
+            cancellation.cancel()
+        try:
+            self._executor.shutdown(wait=True, cancel_futures=True)
+        finally:
+            cancellation.reset()
+            self._executor = None
+        return unfinished
 
     def _borrow_kept(self, stack: Stack) -> StackRecord | None:
         """Attach to a stack kept by ``pytest-stacks up`` instead of starting another one.
@@ -90,15 +138,16 @@ class StackPool:
         if borrowed is not None:
             return borrowed
         provider = provider_for(stack)
-        started = time.monotonic()
+        started, started_at = time.monotonic(), time.time()
         attached: Attached | None = None
         try:
             info = provider.up(stack, self.ctx)
             # Recorded before it is proven, so teardown finds it even when the proof fails.
-            self.run_dir.write_record(StackRecord(stack.name, info))
+            self.run_dir.write_record(StackRecord(stack.name, info, started_at=started_at))
             attached = provider.attach(stack, info, self.ctx)
             record = self._prove(stack, info, attached)
             record.startup_s = time.monotonic() - started
+            record.started_at = started_at
             self.run_dir.write_record(record)
             return record
         except Exception as exc:
@@ -149,6 +198,7 @@ class StackPool:
         ``stacks`` are the run's selected stacks by name.
         """
         self.release()
+        self._stop_prefetch()
         problems = []
         for record in self.run_dir.records():
             stack = stacks.get(record.stack)

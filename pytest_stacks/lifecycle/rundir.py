@@ -88,17 +88,19 @@ class StackRecord:
     observed_version: str = ""
     client_version: str = ""
     startup_s: float = 0.0
+    started_at: float = 0.0  # wall clock (epoch seconds) when its bring-up began
 
     def to_json(self) -> dict[str, Any]:
         return {"stack": self.stack, "info": self.info.to_json(),
                 "observed_version": self.observed_version,
-                "client_version": self.client_version, "startup_s": round(self.startup_s, 2)}
+                "client_version": self.client_version, "startup_s": round(self.startup_s, 2),
+                "started_at": round(self.started_at, 3)}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> StackRecord:
         return cls(str(data["stack"]), StackInfo.from_json(data["info"]),
                    str(data.get("observed_version", "")), str(data.get("client_version", "")),
-                   float(data.get("startup_s", 0.0)))
+                   float(data.get("startup_s", 0.0)), float(data.get("started_at", 0.0)))
 
 
 class RunDirectory:

@@ -82,6 +82,14 @@ def _shape_problem(text: str, path: Path) -> str | None:
     return None
 
 
+_STR_TAG = "tag:yaml.org,2002:str"
+
+
+def _snippet(node: yaml.Node) -> str:
+    text = str(node.value) if isinstance(node, yaml.ScalarNode) else ""
+    return repr(text[:40]) if text else "the key"
+
+
 class _Budget:
     def __init__(self) -> None:
         self.nodes = 0
@@ -103,6 +111,14 @@ def _walk(node: yaml.Node, at: PathKey, lines: dict[PathKey, int], problems: lis
         for key_node, value_node in node.value:
             key = str(key_node.value)
             line = key_node.start_mark.line + 1
+            if not isinstance(key_node, yaml.ScalarNode) or key_node.tag != _STR_TAG:
+                kind = (key_node.tag.rsplit(":", 1)[-1]
+                        if isinstance(key_node, yaml.ScalarNode) else "a collection")
+                problems.append(
+                    f"{path}:{line}: {fmt_path(at)}: a key that is not a string (YAML reads "
+                    f"{_snippet(key_node)} as {kind}). "
+                    f"Write the key as a quoted string.")
+                continue
             if key in seen:
                 problems.append(
                     f"{path}:{line}: {fmt_path((*at, key))}: duplicate key (first defined on "
@@ -121,7 +137,7 @@ def fmt_path(at: Iterable[str | int]) -> str:
     for part in at:
         if isinstance(part, int):
             out += f"[{part}]"
-        elif re.fullmatch(r"[A-Za-z_][A-Za-z0-9_-]*", part):
+        elif isinstance(part, str) and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_-]*", part):
             out += f".{part}" if out else part
         else:
             out += f"[{part!r}]" if out else repr(part)

@@ -20,7 +20,7 @@ from pytest_stacks.lifecycle import StackPool, new_run_id, runs_root
 from pytest_stacks.manifest import Manifest, Stack
 from pytest_stacks.manifest import load as load_manifest
 from pytest_stacks.manifest.catalogue import default_manifest
-from pytest_stacks.plugin import collection, fixtures, hookspecs, reporting
+from pytest_stacks.plugin import allure, bringup, collection, fixtures, hookspecs, reporting
 from pytest_stacks.plugin.state import STATE, State
 from pytest_stacks.plugin.xdist import XdistBridge, controller_run
 from pytest_stacks.providers.base import RunContext
@@ -56,6 +56,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--stack-lane", choices=("pinned", "canary"), default="pinned",
                     help="'canary' builds each stack from its floating reference; a version "
                          "other than the pin is then recorded, not an error.")
+    group.addoption("--stack-parallel", type=int, default=None, metavar="N",
+                    help="Bring up at most N stacks at once, ahead of their first test "
+                         f"(default: the 'stacks_parallel' ini option, else "
+                         f"{bringup.DEFAULT_PARALLEL}; 1: one after another).")
+    group.addoption("--stack-group", action="store_true", default=False,
+                    help="Under xdist (-n), send each stack's tests to one worker, so workers "
+                         "run different stacks at once (pays when there are at least as many "
+                         "stacks as workers).")
+    parser.addini("stacks_parallel", "How many stacks come up at once (--stack-parallel).",
+                  default="")
     parser.addini("stacks_manifest", "Path of the pytest-stacks manifest (relative to rootdir); "
                   "setting it turns pytest-stacks on for the project.", default="")
 
@@ -109,6 +119,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[STATE] = current
     config.pluginmanager.register(collection, "pytest-stacks-collection")
     config.pluginmanager.register(reporting, "pytest-stacks-reporting")
+    allure.register(config)
     if not selected:
         return
     shared = controller_run(config)
@@ -126,6 +137,9 @@ def pytest_configure(config: pytest.Config) -> None:
         current.previous_sigterm = signals.sigterm_as_interrupt()
     current.pool = StackPool(ctx)
     config.pluginmanager.register(reporting.Tracker(current), "pytest-stacks-tracker")
+    if current.owner:
+        config.pluginmanager.register(
+            bringup.BringUp(current, bringup.parallel_setting(config)), "pytest-stacks-bringup")
     if config.pluginmanager.hasplugin("xdist"):
         config.pluginmanager.register(XdistBridge(current), "pytest-stacks-xdist")
 

@@ -139,8 +139,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if not current.closing_problems:
         current.pool.run_dir.remove()
     if exitstatus in (pytest.ExitCode.INTERRUPTED, pytest.ExitCode.USAGE_ERROR,
-                      pytest.ExitCode.INTERNAL_ERROR):
-        return
+                      pytest.ExitCode.INTERNAL_ERROR) or session.config.getoption("collectonly"):
+        return  # nothing was meant to run
     current.closing_problems.extend(_nothing_ran(current))
     if current.closing_problems or current.infra:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED

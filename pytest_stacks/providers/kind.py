@@ -18,7 +18,7 @@ import subprocess
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-from pytest_stacks import gobuild
+from pytest_stacks import cancellation, gobuild
 from pytest_stacks.errors import InfrastructureError, StacksError
 from pytest_stacks.manifest import Stack
 from pytest_stacks.providers import images
@@ -33,11 +33,7 @@ OPERATOR_MANIFEST = "mpi-operator.yaml"
 
 
 def run_command(argv: Sequence[str], timeout: float) -> subprocess.CompletedProcess[str]:
-    try:
-        return subprocess.run(list(argv), capture_output=True, text=True, timeout=timeout,
-                              check=False)
-    except subprocess.TimeoutExpired:
-        return subprocess.CompletedProcess(list(argv), 124, "", f"timed out after {timeout:.0f}s")
+    return cancellation.run(argv, timeout=timeout)
 
 
 def cluster_name(stack: Stack, ctx: RunContext) -> str:

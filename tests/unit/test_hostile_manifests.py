@@ -83,6 +83,10 @@ HOSTILE: list[tuple[str, Callable[[Path], Path], str]] = [
     ("dangling-symlink", _dangling, "which does not exist"),
     ("symlink-loop", _loop, "is a symlink loop"),
     ("fifo", _fifo, "is not a regular file"),
+    # Found by the fuzzer: `?` is a mapping whose only key is null.
+    ("null-key", _write("?\n"), "a key that is not a string (YAML reads the key as null)"),
+    ("bool-key", _write("version: 1\non: 3\n"), "YAML reads 'on' as bool"),
+    ("collection-key", _write("[a]: b\n"), "YAML reads the key as a collection"),
 ]
 
 

@@ -1,0 +1,385 @@
+"""Many jobs' results -> one compatibility table, failing closed.
+
+A table is only worth reading when it is complete and about the right thing: every expected job
+reported exactly once, each about the stack the manifest pins, from a whole run (not a ``-k``
+selection) in the right lane, and every stack passed. Anything else is one problem line naming
+the file and the stack, and the aggregate is not green; the table is still built, because
+people need to see what there is.
+
+What is expected comes from the manifest's lane (:func:`expected_from_lane`) or from the matrix
+the jobs were planned with (:func:`expected_from_matrix`). Fake stacks are never matrix rows
+(see :mod:`pytest_stacks.ci.lanes`): their results are always accepted as extra rows (the fake
+lane) without being required, and checked like every other row (known to the manifest, its
+pins, a whole run, a pass). Any other stack the lane does not hold is a problem.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pytest_stacks import ci
+from pytest_stacks.manifest import LANES, Manifest, Stack
+from pytest_stacks.verdicts.results import (
+    CapabilityResult,
+    ResultsDoc,
+    ResultsError,
+    StackResult,
+    read_json,
+)
+from pytest_stacks.versions import release
+
+FIELDS = ("backend", "version", "role", "provider", "transport", "configuration")
+SHOWN = 3  # node ids named in one problem line; the rest are counted
+
+
+@dataclass(frozen=True)
+class Failure:
+    nodeid: str
+    outcome: str
+    message: str
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One capability on one stack. ``status``: a capability status, or ``missing`` (no
+    results for the stack) or ``unreported`` (results without this capability)."""
+
+    status: str
+    passed: int = 0
+    failed: int = 0
+    skipped: int = 0
+    infra: int = 0
+    failures: tuple[Failure, ...] = ()
+
+    @property
+    def ran(self) -> int:
+        return self.passed + self.failed + self.infra
+
+    @property
+    def text(self) -> str:
+        """``pass 3``, ``fail 1/4``: the status and how many tests the claim rests on."""
+        return {"pass": f"pass {self.passed}", "fail": f"fail {self.failed}/{self.ran}",
+                "infra": f"infra {self.infra}/{self.ran}", "unproven": "unproven",
+                "not-offered": "not offered", "missing": "no result",
+                "unreported": "not reported"}.get(self.status, self.status)
+
+
+@dataclass(frozen=True)
+class Row:
+    """One stack. ``verdict``: the stack verdict, or ``missing`` when no job reported it."""
+
+    stack: str
+    backend: str
+    version: str
+    role: str
+    lane: str
+    provider: str
+    transport: str
+    configuration: str
+    fake: bool
+    verdict: str
+    source: str | None = None
+    run_id: str | None = None
+    observed_daemon: str = ""
+    observed_client: str = ""
+    startup_s: float | None = None
+    infra: str | None = None
+    cells: Mapping[str, Cell] = field(default_factory=dict)
+    problems: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Expected:
+    """The rows a lane must cover (``ci.row`` dicts) and where they came from."""
+
+    lane: str
+    rows: tuple[Mapping[str, Any], ...]
+    source: str
+
+
+@dataclass(frozen=True)
+class Compatibility:
+    title: str
+    lane: str | None
+    capabilities: tuple[str, ...]
+    rows: tuple[Row, ...]
+    problems: tuple[str, ...]
+    sources: tuple[str, ...]
+
+    @property
+    def green(self) -> bool:
+        """Exact coverage, every row passed, nothing else wrong; an empty table never is."""
+        return bool(self.rows) and not self.problems
+
+
+# ---------------------------------------------------------------- what is expected
+
+
+def expected_from_lane(manifest: Manifest, lane: str) -> Expected:
+    """The lane's matrix rows; an empty lane raises ``EmptyLaneError`` (nothing to cover)."""
+    rows = ci.matrix(manifest, lane)["include"]
+    return Expected(lane, tuple(rows), f"the {lane} lane of {manifest.path}")
+
+
+def expected_from_matrix(path: str | Path, lane: str | None = None) -> Expected:
+    """The rows of a matrix file as ``pytest-stacks matrix`` prints it (``{"include": rows}``).
+
+    The jobs ran from this very matrix, so it is what they must cover, even when the manifest
+    at hand has moved on since. ``lane``, when given, must be the matrix's own.
+    """
+    src = str(path)
+    data = read_json(path, "Pass the JSON that `pytest-stacks matrix --lane LANE` printed.")
+    problems = list(_matrix_problems(data, src))
+    if problems:
+        raise ResultsError(problems)
+    rows: list[dict[str, Any]] = data["include"]
+    lanes = sorted({r["lane"] for r in rows})
+    if len(lanes) > 1:
+        raise ResultsError([f"{src}: $.include[*].lane: rows of several lanes ({', '.join(lanes)})"
+                            f"; a matrix is one lane's. Pass one lane's matrix."])
+    if lane is not None and lanes != [lane]:
+        raise ResultsError([f"{src}: $.include[*].lane: the matrix is the {lanes[0]} lane's, not "
+                            f"the {lane} lane's. Drop --lane or pass the {lane} lane's matrix."])
+    return Expected(lanes[0], tuple(rows), src)
+
+
+def _matrix_problems(data: Any, src: str) -> Iterable[str]:
+    fix = "Pass the JSON that `pytest-stacks matrix --lane LANE` printed."
+    if not isinstance(data, dict) or not isinstance(data.get("include"), list):
+        yield f"{src}: $: expected an object {{\"include\": [rows]}}. {fix}"
+        return
+    if not data["include"]:
+        yield f"{src}: $.include: has no rows, so there is nothing to cover. {fix}"
+    seen: set[str] = set()
+    for i, item in enumerate(data["include"]):
+        at = f"{src}: $.include[{i}]"
+        if not isinstance(item, dict):
+            yield f"{at}: expected a row object. {fix}"
+            continue
+        name = item.get("stack")
+        if not isinstance(name, str) or not name:
+            yield f"{at}.stack: expected a stack name. {fix}"
+        elif name in seen:
+            yield f"{at}.stack: {name!r} is listed twice. {fix}"
+        else:
+            seen.add(name)
+        if item.get("lane") not in LANES:
+            yield f"{at}.lane: {item.get('lane')!r} is not one of {', '.join(LANES)}. {fix}"
+        inputs = item.get("inputs")
+        if not isinstance(inputs, dict) or not all(
+                isinstance(k, str) and isinstance(v, str) for k, v in inputs.items()):
+            yield f"{at}.inputs: expected an object of strings (the stack's pins). {fix}"
+        for key in FIELDS:
+            if key in item and not isinstance(item[key], str):
+                yield f"{at}.{key}: expected a string. {fix}"
+
+
+# ---------------------------------------------------------------- merging
+
+
+def merge(docs: Sequence[ResultsDoc], *, manifest: Manifest | None = None,
+          expected: Expected | None = None) -> Compatibility:
+    """One table from ``docs``. With ``expected``, coverage must be exact (fakes aside);
+    without it (one job's own summary) every reported stack is a row and nothing is missing.
+    With ``manifest``, every stack it knows is checked against its pins and capabilities."""
+    problems: list[str] = []
+    found = _index(docs, problems)
+    columns = _columns(manifest, [s for _, s in found.values()])
+    rows = _covered(expected, found, columns, manifest) if expected is not None else []
+    for doc, stack in found.values():
+        known = _known(manifest, stack.name)
+        pins_lane = "canary" if doc.run.lane == "canary" else "pr"
+        want = ci.row(known, pins_lane) if known is not None else None
+        extra = []
+        if expected is not None and not (known is not None and known.is_fake):
+            extra.append(f"not in {expected.source}. Report only the lane's results, or plan "
+                         f"the lane to hold it.")
+        elif known is None:
+            where = f"manifest {manifest.path}" if manifest is not None else "no manifest"
+            extra.append(f"not in {where}, so its pins cannot be checked. Pass the manifest "
+                         f"the run used (--manifest).")
+        label = "fake" if known is not None and known.is_fake and expected is not None \
+            else doc.run.ci_lane or doc.run.lane
+        rows.append(_checked(doc, stack, want, None, columns, manifest, label, extra))
+    rows.sort(key=_order(manifest))
+    problems += [p for row in rows for p in row.problems]  # in table order
+    if not rows:
+        problems.append("no stack results to report: the files name no stack.")
+    return Compatibility(
+        title=f"{expected.lane} lane" if expected is not None else "single job",
+        lane=expected.lane if expected is not None else None, capabilities=columns,
+        rows=tuple(rows), problems=tuple(problems), sources=tuple(d.source for d in docs))
+
+
+def _covered(expected: Expected, found: dict[str, tuple[ResultsDoc, StackResult]],
+             columns: Sequence[str], manifest: Manifest | None) -> list[Row]:
+    """The expected rows, each taken out of ``found`` (what is left over was not expected)."""
+    rows = []
+    for want in expected.rows:
+        got = found.pop(want["stack"], None)
+        if got is None:
+            rows.append(_missing_row(want, expected, columns))
+        else:
+            rows.append(_checked(*got, want, expected.lane, columns, manifest))
+    return rows
+
+
+def _index(docs: Sequence[ResultsDoc],
+           problems: list[str]) -> dict[str, tuple[ResultsDoc, StackResult]]:
+    """Each stack's one result; every second report of a stack is a problem."""
+    found: dict[str, tuple[ResultsDoc, StackResult]] = {}
+    for doc in docs:
+        if not doc.stacks:
+            problems.append(f"{doc.source}: run {doc.run.run_id} reported no stack. Was pytest "
+                            f"run with --stack?")
+        if doc.run.pytest_exit != 0 and doc.stacks \
+                and all(s.verdict == "pass" for s in doc.stacks):
+            problems.append(f"{doc.source}: run {doc.run.run_id}: pytest exited "
+                            f"{doc.run.pytest_exit} although every stack passed (a collection "
+                            f"error, an interruption, or a failure outside the stacks).")
+        for stack in doc.stacks:
+            if stack.name in found:
+                problems.append(f"{doc.source}: stack {stack.name}: also reported by "
+                                f"{found[stack.name][0].source}; each stack must come from "
+                                f"exactly one job.")
+                continue
+            found[stack.name] = (doc, stack)
+    return found
+
+
+def _checked(doc: ResultsDoc, stack: StackResult, want: Mapping[str, Any] | None,
+             lane: str | None, columns: Sequence[str], manifest: Manifest | None,
+             label: str | None = None, extra: Sequence[str] = ()) -> Row:
+    """The row of one reported stack, with what is wrong with it (one line each)."""
+    where = f"{doc.source}: stack {stack.name}"
+    found: list[str] = list(extra)
+    if want is not None:
+        found += _pin_problems(want.get("inputs", {}), stack.pins)
+        found += [f"{key} is {getattr(stack, key)!r}, expected {want[key]!r}"
+                  for key in FIELDS if key in want and want[key] != getattr(stack, key)]
+    if lane is not None:
+        found += _lane_problems(doc, lane)
+    if doc.run.partial:
+        found.append(f"partial run ({'; '.join(doc.run.partial_reasons)}); a table needs the "
+                     f"whole suite: run it without narrowing the selection")
+    known = _known(manifest, stack.name)
+    if known is not None:
+        found += _offer_problems(stack, known)
+    verdict = _verdict_problem(stack)
+    found += [verdict] if verdict else []
+    found += [_line(p) for p in stack.problems]
+    return Row(stack=stack.name, backend=stack.backend, version=stack.version, role=stack.role,
+               lane=label or lane or "", provider=stack.provider, transport=stack.transport,
+               configuration=stack.configuration, fake=stack.fake, verdict=stack.verdict,
+               source=doc.source, run_id=doc.run.run_id, observed_daemon=stack.observed_daemon,
+               observed_client=stack.observed_client, startup_s=stack.startup_s,
+               infra=stack.infra, cells={c: _cell(stack, c) for c in columns},
+               problems=tuple(f"{where}: {p}" for p in found))
+
+
+def _pin_problems(expected: Mapping[str, str], got: Mapping[str, str]) -> list[str]:
+    def show(value: str | None) -> str:
+        return "(absent)" if value is None else repr(value)
+
+    return [f"pin {key} differs from the manifest's: expected {show(expected.get(key))}, got "
+            f"{show(got.get(key))}"
+            for key in sorted({*expected, *got}) if expected.get(key) != got.get(key)]
+
+
+def _lane_problems(doc: ResultsDoc, lane: str) -> list[str]:
+    found = []
+    pinned = "canary" if lane == "canary" else "pinned"
+    if doc.run.lane != pinned:
+        found.append(f"ran with the {doc.run.lane} references, but the {lane} lane runs the "
+                     f"{pinned} ones")
+    if doc.run.ci_lane is not None and doc.run.ci_lane != lane:
+        found.append(f"came from the {doc.run.ci_lane} lane, not the {lane} lane")
+    return found
+
+
+def _offer_problems(stack: StackResult, known: Stack) -> list[str]:
+    offered = {name for name, cap in stack.capabilities.items() if cap.offered}
+    return ([f"capability {c} is offered in the manifest but not in the results"
+             for c in sorted(known.capabilities - offered)]
+            + [f"capability {c} is offered in the results but not in the manifest"
+               for c in sorted(offered - known.capabilities)])
+
+
+def _verdict_problem(stack: StackResult) -> str | None:
+    if stack.verdict == "pass":
+        return None
+    if stack.verdict == "fail":
+        return f"fail: {_some([t.nodeid for t in stack.tests if t.outcome == 'failed'])} failed"
+    if stack.verdict == "infra":
+        hit = [t.nodeid for t in stack.tests if t.outcome == "infra"]
+        why = _line(stack.infra) if stack.infra else f"{_some(hit)} hit infrastructure errors"
+        return f"infra: {why}"
+    if stack.verdict == "unproven":
+        open_ = [n for n, c in stack.capabilities.items() if c.status == "unproven"]
+        return f"unproven: no test proved {', '.join(open_) or 'its capabilities'}"
+    return f"{stack.verdict}: no test ran on this stack"
+
+
+def _some(nodeids: Sequence[str]) -> str:
+    named = ", ".join(nodeids[:SHOWN])
+    more = f" and {len(nodeids) - SHOWN} more" if len(nodeids) > SHOWN else ""
+    return f"{len(nodeids)} test(s) ({named}{more})"
+
+
+def _line(text: str, limit: int = 300) -> str:
+    """The first non-empty line, shortened: a problem is one line."""
+    first = next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
+    return first if len(first) <= limit else first[: limit - 3] + "..."
+
+
+def _cell(stack: StackResult, capability: str) -> Cell:
+    cap: CapabilityResult | None = stack.capabilities.get(capability)
+    if cap is None:
+        return Cell("unreported")
+    failures: tuple[Failure, ...] = ()
+    if cap.status in ("fail", "infra"):
+        failures = tuple(Failure(n, o, t.message if (t := stack.test(n)) else "")
+                         for o, ids in (("failed", cap.failed), ("infra", cap.infra))
+                         for n in ids)
+    return Cell(cap.status, len(cap.passed), len(cap.failed), len(cap.skipped), len(cap.infra),
+                failures)
+
+
+def _missing_row(want: Mapping[str, Any], expected: Expected, columns: Sequence[str]) -> Row:
+    def get(key: str) -> str:
+        return str(want.get(key, "?"))
+
+    return Row(stack=want["stack"], backend=get("backend"), version=get("version"),
+               role=get("role"), lane=expected.lane, provider=get("provider"),
+               transport=get("transport"), configuration=get("configuration"), fake=False,
+               verdict="missing", cells={c: Cell("missing") for c in columns},
+               problems=(f"{expected.source}: stack {want['stack']}: no results. Did its job "
+                         f"run and upload its results file?",))
+
+
+def _known(manifest: Manifest | None, name: str) -> Stack | None:
+    if manifest is None:
+        return None
+    return next((s for s in manifest.stacks if s.name == name), None)
+
+
+def _columns(manifest: Manifest | None, stacks: Iterable[StackResult]) -> tuple[str, ...]:
+    """The union of reported capabilities: manifest order, then the others alphabetically."""
+    names = {c for s in stacks for c in s.capabilities}
+    order = list(manifest.capabilities) if manifest is not None else []
+    return (*(c for c in order if c in names), *sorted(names - set(order)))
+
+
+def _order(manifest: Manifest | None) -> Any:
+    """Backends (manifest order), then versions in window order (anchor .. leading edge by
+    release), real before fake, then by name."""
+    backends = list(manifest.backends) if manifest is not None else []
+
+    def key(row: Row) -> tuple[int, str, tuple[int, ...], bool, str]:
+        at = backends.index(row.backend) if row.backend in backends else len(backends)
+        return (at, row.backend, release(row.version), row.fake, row.stack)
+
+    return key
