@@ -20,7 +20,15 @@ from pytest_stacks.lifecycle import StackPool, new_run_id, runs_root
 from pytest_stacks.manifest import Manifest, Stack
 from pytest_stacks.manifest import load as load_manifest
 from pytest_stacks.manifest.catalogue import default_manifest
-from pytest_stacks.plugin import allure, bringup, collection, fixtures, hookspecs, reporting
+from pytest_stacks.plugin import (
+    allure,
+    bringup,
+    collection,
+    fixtures,
+    hookspecs,
+    reporting,
+    verdicts,
+)
 from pytest_stacks.plugin.state import STATE, State
 from pytest_stacks.plugin.xdist import XdistBridge, controller_run
 from pytest_stacks.providers.base import RunContext
@@ -64,6 +72,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="Under xdist (-n), send each stack's tests to one worker, so workers "
                          "run different stacks at once (pays when there are at least as many "
                          "stacks as workers).")
+    group.addoption("--stack-unproven", choices=("auto", "fail", "warn"), default=None,
+                    help="A declared capability no passing test required: 'auto' (default) "
+                         "fails a whole-suite run and only reports it in a partial one (-k, "
+                         "-m, a file or node id); 'fail' always fails; 'warn' never does.")
+    group.addoption("--stack-results", default=None, metavar="PATH",
+                    help="Where the run's results file (JSON, schema pytest-stacks/results v1) "
+                         f"goes (default: the 'stacks_results' ini option, else "
+                         f"{verdicts.DEFAULT_RESULTS}; 'none' writes none).")
+    parser.addini("stacks_unproven", "auto, fail or warn (--stack-unproven).", default="")
+    parser.addini("stacks_results", "Path of the results file (--stack-results).", default="")
     parser.addini("stacks_parallel", "How many stacks come up at once (--stack-parallel).",
                   default="")
     parser.addini("stacks_manifest", "Path of the pytest-stacks manifest (relative to rootdir); "
@@ -138,6 +156,8 @@ def pytest_configure(config: pytest.Config) -> None:
     current.pool = StackPool(ctx)
     config.pluginmanager.register(reporting.Tracker(current), "pytest-stacks-tracker")
     if current.owner:
+        verdicts.unproven_policy(config)  # a bad ini value is a usage error now, not at the end
+        current.outcomes = verdicts.Outcomes()
         config.pluginmanager.register(
             bringup.BringUp(current, bringup.parallel_setting(config)), "pytest-stacks-bringup")
     if config.pluginmanager.hasplugin("xdist"):

@@ -1,4 +1,4 @@
-"""The fixtures users write tests with: ``stack``, ``backend``, ``stack_info``.
+"""The fixtures users write tests with: ``stack``, ``backend``, ``stack_info``, ``stack_logs``.
 
 Registered in every project that installs the plugin (a fixture costs nothing until a test asks
 for it), so a test that asks for a stack without a manifest gets a clear message rather than
@@ -7,7 +7,7 @@ for it), so a test that asks for a stack without a manifest gets a clear message
 
 from __future__ import annotations
 
-from collections.abc import Generator, Sequence
+from collections.abc import Callable, Generator, Sequence
 from typing import Any
 
 import pytest
@@ -80,6 +80,15 @@ def stack_info(request: pytest.FixtureRequest, stack: Stack,
                _stack_client: RecordingClient) -> dict[str, Any]:
     """How the stack is reached (ports, token directory, container, observed versions)."""
     return _attached(request, stack).public_info()
+
+
+@pytest.fixture
+def stack_logs(request: pytest.FixtureRequest, stack: Stack,
+               _stack_client: RecordingClient) -> Callable[[], str]:
+    """Reads the stack's daemon logs as they are now (what failure reports attach), for
+    tests of the ``logs`` capability and for users' own diagnostics."""
+    attached = _attached(request, stack)
+    return attached.logs
 
 
 @pytest.fixture

@@ -11,6 +11,7 @@ import pytest
 from pytest_stacks import signals
 from pytest_stacks.errors import InfrastructureError
 from pytest_stacks.manifest import Stack
+from pytest_stacks.plugin import verdicts
 from pytest_stacks.plugin.fixtures import HANDLES
 from pytest_stacks.plugin.state import PROP_INFRA, PROP_STACK, State, item_stack, state
 
@@ -23,6 +24,7 @@ def pytest_runtest_makereport(item: pytest.Item,
     if stack is None:
         return report
     report.user_properties.append((PROP_STACK, stack.name))
+    report.user_properties.append((verdicts.PROP_REQUIRES, ",".join(verdicts.required(item))))
     current = state(item.config)
     attached = current.pool.attached(stack.name) if current.pool is not None else None
     if attached is not None:
@@ -119,6 +121,8 @@ class Tracker:
         if not isinstance(name, str):
             return
         self._state.seen[name] += 1
+        if self._state.outcomes is not None:
+            self._state.outcomes.add(report)
         if PROP_INFRA in props:
             self._state.infra.setdefault(name, str(props[PROP_INFRA]))
         if report.when == "call" and report.outcome in ("passed", "failed"):
@@ -142,8 +146,50 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
                       pytest.ExitCode.INTERNAL_ERROR) or session.config.getoption("collectonly"):
         return  # nothing was meant to run
     current.closing_problems.extend(_nothing_ran(current))
+    if _judged(current):
+        _judge_capabilities(session.config, current)
     if current.closing_problems or current.infra:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
+    if _judged(current) and current.outcomes is not None:
+        document = verdicts.results_document(session.config, current, current.outcomes,
+                                             session.exitstatus)
+        path, problem = verdicts.write(session.config, document)
+        if problem:
+            current.closing_problems.append(problem)
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        elif path is not None:
+            current.notes.append(f"results: {path}")
+
+
+def _judged(current: State) -> bool:
+    """Stacks are judged when the run asked for them or a test used one (not when a project's
+    unrelated tests ran with the default fake selection)."""
+    return current.explicit or sum(current.seen.values()) > 0
+
+
+def _judge_capabilities(config: pytest.Config, current: State) -> None:
+    """Unproven capabilities fail a whole run (or any run with --stack-unproven=fail); a
+    partial run only reports them."""
+    assert current.manifest is not None
+    if current.outcomes is None:
+        return
+    policy = verdicts.unproven_policy(config)
+    reasons = verdicts.partial_reasons(config, pytest.ExitCode.OK)
+    failing = policy == "fail" or (policy == "auto" and not reasons)
+    for stack in current.selected:
+        if stack.name in current.infra or current.ran[stack.name] == 0:
+            continue  # already failing for a reason that explains this one
+        table = current.outcomes.capabilities(stack, list(current.manifest.capabilities))
+        for line in verdicts.unproven(stack, table):
+            if failing:
+                current.closing_problems.append(f"{stack.name}: {line}")
+            else:
+                current.notes.append(f"{stack.name}: {line}")
+    if not failing and any(n for n in current.notes if " unproven " in n):
+        why = ("--stack-unproven=warn" if policy == "warn"
+               else "a partial run (" + "; ".join(reasons) + ")")
+        current.notes.append(f"unproven capabilities are not failing this run: {why}; the "
+                             f"whole suite fails on them")
 
 
 def _nothing_ran(current: State) -> list[str]:
@@ -172,6 +218,8 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int,
             tr.write_line(f"{line} INFRASTRUCTURE ERROR: {current.infra[stack.name]}", red=True)
         else:
             tr.write_line(line)
+    for note in current.notes:
+        tr.write_line(note, yellow=" unproven" in note)
     for problem in current.closing_problems:
         tr.write_line(f"FAIL-CLOSED: {problem}", red=True, bold=True)
 

@@ -27,7 +27,9 @@ class State:
     infra: dict[str, str] = field(default_factory=dict)
     closing_problems: list[str] = field(default_factory=list)
     records: dict[str, StackRecord] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)  # said in the summary, not failing
     previous_sigterm: Any = None
+    outcomes: Any = None  # plugin.verdicts.Outcomes, on the run's owner
 
 
 STATE = pytest.StashKey[State]()

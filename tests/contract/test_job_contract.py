@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import re
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -27,6 +28,12 @@ from pytest_stacks.manifest import Stack
 
 def _timeout(stack: Stack) -> float:
     return stack.timeouts.job
+
+
+def _long_job(name: str) -> JobSpec:
+    """A job that runs until killed: a long sleep where scripts run, and where pods are
+    simulated (kwok, the double) the driver's option to keep the pod running."""
+    return JobSpec(script="sleep 300\n", name=name, backend_options={"keep_running": True})
 
 
 @pytest.mark.requires("submit", "status")
@@ -94,9 +101,9 @@ def test_outputs_fetched_twice_are_identical(backend: JobClient, stack: Stack,
         {n: p.read_bytes() for n, p in second.files.items()}
 
 
-@pytest.mark.requires("submit", "status", "execution", "kill")
+@pytest.mark.requires("submit", "status", "kill")
 def test_running_job_can_be_killed(backend: JobClient, stack: Stack) -> None:
-    [handle] = submitted(backend.submit([JobSpec(script="sleep 300\n", name="victim")]))
+    [handle] = submitted(backend.submit([_long_job("victim")]))
     wait_for(backend, [handle], until=frozenset({JobState.RUNNING}), timeout=_timeout(stack))
     [killed] = backend.kill([handle])
     assert killed.ok, killed.error
@@ -117,9 +124,9 @@ def test_purge_forgets_a_finished_job(backend: JobClient, stack: Stack, tmp_path
     assert status.state in {JobState.COMPLETED, JobState.UNKNOWN}, status
 
 
-@pytest.mark.requires("submit", "status", "execution", "purge")
+@pytest.mark.requires("submit", "status", "purge")
 def test_purging_a_running_job_is_refused_per_job(backend: JobClient, stack: Stack) -> None:
-    [handle] = submitted(backend.submit([JobSpec(script="sleep 300\n")]))
+    [handle] = submitted(backend.submit([_long_job("not-yet")]))
     try:
         wait_for(backend, [handle], until=frozenset({JobState.RUNNING}), timeout=_timeout(stack))
         [result] = backend.purge([handle])
@@ -194,3 +201,11 @@ def test_an_mpi_job_reports_every_rank_on_distinct_hosts(backend: JobClient, sta
     ranks = dict(re.findall(r"rank=(\d+) size=\d+ host=(\S+)", text))
     assert sorted(ranks) == [str(r) for r in range(workers)], text[-2000:]
     assert len(set(ranks.values())) == workers, text[-2000:]
+
+
+@pytest.mark.requires("logs")
+def test_daemon_logs_can_be_handed_over(stack_logs: Callable[[], str]) -> None:
+    """What failure reports attach: the daemons' own logs, as text, not an empty promise."""
+    logs = stack_logs()
+    assert isinstance(logs, str)
+    assert logs.strip(), "the stack offers 'logs' but handed over nothing"

@@ -54,6 +54,7 @@ TESTS = """
 import pytest
 from pytest_stacks.contract import JobSpec, submitted, wait_for, JobState
 
+@pytest.mark.requires("submit", "status")
 def test_runs(backend, stack):
     [h] = submitted(backend.submit([JobSpec(script="true\\n")]))
     [s] = wait_for(backend, [h], timeout=30)

@@ -1,0 +1,240 @@
+"""Per stack: what each capability's tests showed, the stack's verdict, and the results file.
+
+A stack promises its capabilities in the manifest; skipping tests where a capability is missing
+is only half of dispatch. The other half is here: a capability the stack declares on which no
+test requiring it passed is *unproven*, and a whole run fails on it (a promise with no
+evidence). A run that picked some tests (``-k``, a file, a node id) cannot prove everything,
+so there unproven capabilities are reported, not failed, unless ``--stack-unproven=fail``.
+
+The controller (or the single process) sees every report, so the outcomes are gathered here
+and written once, as the ``pytest-stacks/results`` document that ``pytest-stacks report``
+merges across matrix jobs.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_stacks.ci.lanes import build_inputs
+from pytest_stacks.errors import StacksError
+from pytest_stacks.manifest import Stack
+from pytest_stacks.plugin.state import PROP_INFRA, PROP_STACK, State
+from pytest_stacks.verdicts.results import capability_status, dump, stack_verdict
+
+PROP_REQUIRES = "pytest-stacks:requires"
+PROP_IDENTITY = "pytest-stacks:identity"
+DEFAULT_RESULTS = ".pytest-stacks/results.json"
+CI_LANE_ENV = "PYTEST_STACKS_CI_LANE"
+_PARTIAL_OPTIONS = (("keyword", "-k"), ("markexpr", "-m"), ("deselect", "--deselect"),
+                    ("lf", "--last-failed"), ("stepwise", "--stepwise"))
+
+
+@dataclass
+class Case:
+    """One test on one stack, folded over its setup, call and teardown reports."""
+
+    nodeid: str
+    requires: tuple[str, ...] = ()
+    outcome: str = "passed"
+    duration_s: float = 0.0
+    identities: list[str] = field(default_factory=list)
+    message: str = ""
+    called: bool = False
+
+    def add(self, report: pytest.TestReport, props: dict[str, Any]) -> None:
+        self.duration_s += report.duration
+        self.identities += [str(v) for k, v in report.user_properties
+                            if k == PROP_IDENTITY and str(v) not in self.identities]
+        if PROP_INFRA in props:
+            self._set("infra", str(props[PROP_INFRA]))
+        elif report.failed:
+            self._set("failed", _first_lines(report.longreprtext))
+        elif report.skipped:
+            reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else ""
+            self._set("skipped", str(reason))
+        if report.when == "call":
+            self.called = True
+
+    def _set(self, outcome: str, message: str) -> None:
+        rank = ("passed", "skipped", "failed", "infra")
+        if rank.index(outcome) > rank.index(self.outcome):
+            self.outcome, self.message = outcome, message[:2000]
+
+    def final(self) -> str:
+        return self.outcome if self.called or self.outcome != "passed" else "skipped"
+
+
+def _first_lines(text: str, lines: int = 8) -> str:
+    return "\n".join(text.strip().splitlines()[-lines:])
+
+
+def required(item: pytest.Item) -> tuple[str, ...]:
+    """The capabilities a test requires (its ``requires`` markers, in order, once each)."""
+    names = [str(a) for mark in item.iter_markers("requires") for a in mark.args]
+    return tuple(dict.fromkeys(names))
+
+
+def partial_reasons(config: pytest.Config, exit_status: int) -> list[str]:
+    """What made this run less than the whole suite; empty for a whole run.
+
+    The whole suite is what a bare ``pytest`` runs: no selecting option, and either no paths
+    or exactly the ini ``testpaths``; or whatever was selected under ``--stack-unproven=fail``,
+    which declares the selection to be the suite to judge (CI's stack jobs run the contract and
+    backend tests that way). An interrupted or broken run is never whole.
+    """
+    reasons = [f"{flag} {value!r}" if isinstance(value, str) else flag
+               for dest, flag in _PARTIAL_OPTIONS
+               if (value := config.getoption(dest, None))]
+    if unproven_policy(config) == "fail":
+        reasons = []
+    elif config.args_source == pytest.Config.ArgsSource.ARGS:
+        given = {_where(config.invocation_params.dir, a) for a in config.args}
+        whole = {_where(config.rootpath, str(p)) for p in config.getini("testpaths")}
+        if given != whole:
+            reasons.append("only " + " ".join(config.args))
+    if exit_status in (pytest.ExitCode.INTERRUPTED, pytest.ExitCode.INTERNAL_ERROR):
+        reasons.append(f"the run ended early (exit {int(exit_status)})")
+    return reasons
+
+
+def _where(base: Path, arg: str) -> str:
+    """A path argument as an absolute path, node id part kept (so a node id never equals its
+    file)."""
+    path, sep, rest = arg.partition("::")
+    return str((base / path).resolve()) + sep + rest
+
+
+def unproven_policy(config: pytest.Config) -> str:
+    policy = str(config.getoption("stack_unproven") or config.getini("stacks_unproven")
+                 or "auto").strip()
+    if policy not in ("auto", "fail", "warn"):
+        raise pytest.UsageError(f"pytest-stacks: the ini option stacks_unproven is {policy!r}; "
+                                f"use auto, fail or warn")
+    return policy
+
+
+@dataclass
+class Outcomes:
+    """What the controller saw, per stack and test."""
+
+    started: str = field(default_factory=lambda: datetime.now(UTC).isoformat())
+    cases: dict[str, dict[str, Case]] = field(default_factory=dict)
+
+    def add(self, report: pytest.TestReport) -> None:
+        props = dict(report.user_properties)
+        name = props.get(PROP_STACK)
+        if not isinstance(name, str):
+            return
+        cases = self.cases.setdefault(name, {})
+        case = cases.get(report.nodeid)
+        if case is None:
+            requires = tuple(filter(None, str(props.get(PROP_REQUIRES, "")).split(",")))
+            case = cases[report.nodeid] = Case(report.nodeid, requires)
+        case.add(report, props)
+
+    def capabilities(self, stack: Stack, names: list[str]) -> dict[str, dict[str, Any]]:
+        cases = list(self.cases.get(stack.name, {}).values())
+        table: dict[str, dict[str, Any]] = {}
+        for name in names:
+            buckets: dict[str, list[str]] = {"passed": [], "failed": [], "skipped": [],
+                                             "infra": []}
+            for case in cases:
+                if name in case.requires:
+                    buckets[case.final()].append(case.nodeid)
+            offered = name in stack.capabilities
+            table[name] = {"offered": offered, "status": capability_status(
+                offered, len(buckets["passed"]), len(buckets["failed"]),
+                len(buckets["infra"])), **buckets}
+        return table
+
+
+def unproven(stack: Stack, table: dict[str, dict[str, Any]]) -> list[str]:
+    """The capability lines of the summary, e.g. ``outputs.repeatable unproven (0 tests
+    required it)``."""
+    lines = []
+    for name in sorted(stack.capabilities):
+        cap = table[name]
+        if cap["status"] != "unproven":
+            continue
+        required_by = len(cap["skipped"])
+        lines.append(f"{name} unproven (0 tests required it)" if not required_by else
+                     f"{name} unproven (none of the {required_by} test(s) requiring it ran)")
+    return lines
+
+
+def stack_document(current: State, stack: Stack, outcomes: Outcomes) -> dict[str, Any]:
+    assert current.manifest is not None
+    table = outcomes.capabilities(stack, list(current.manifest.capabilities))
+    cases = list(outcomes.cases.get(stack.name, {}).values())
+    record = current.records.get(stack.name)
+    infra = current.infra.get(stack.name)
+    lane = current.pool.ctx.lane if current.pool is not None else "pinned"
+    problems = [p.split(": ", 1)[1] for p in current.closing_problems
+                if p.startswith(f"{stack.name}: ")]
+    problems += [line for line in unproven(stack, table) if line not in problems]
+    return {
+        "name": stack.name, "backend": stack.backend, "version": stack.version,
+        "provider": stack.provider, "transport": stack.transport,
+        "configuration": stack.configuration, "role": stack.role, "fake": stack.is_fake,
+        "pins": build_inputs(stack, "canary" if lane == "canary" else "pr"),
+        "observed": {"daemon": record.observed_version if record else "",
+                     "client": record.client_version if record else ""},
+        "startup_s": round(record.startup_s, 2) if record else None,
+        "verdict": stack_verdict([c.final() for c in cases],
+                                 [c["status"] for c in table.values()], infra),
+        "infra": infra, "problems": problems, "capabilities": table,
+        "tests": [{"nodeid": c.nodeid, "outcome": c.final(),
+                   "duration_s": round(c.duration_s, 3), "requires": list(c.requires),
+                   "identities": c.identities, "message": c.message} for c in cases],
+    }
+
+
+def results_document(config: pytest.Config, current: State, outcomes: Outcomes,
+                     exit_status: int) -> dict[str, Any]:
+    assert current.manifest is not None and current.pool is not None
+    reasons = partial_reasons(config, exit_status)
+    try:
+        version = metadata.version("pytest-stacks")
+    except metadata.PackageNotFoundError:  # pragma: no cover - run from a source tree
+        version = "0+unknown"
+    return {
+        "schema": "pytest-stacks/results", "schema_version": 1,
+        "run": {"run_id": current.pool.ctx.run_id, "lane": current.pool.ctx.lane,
+                "ci_lane": os.environ.get(CI_LANE_ENV) or None, "started": outcomes.started,
+                "finished": datetime.now(UTC).isoformat(),
+                "manifest": str(current.manifest.path), "partial": bool(reasons),
+                "partial_reasons": reasons, "pytest_exit": int(exit_status),
+                "pytest_stacks_version": version},
+        "stacks": [stack_document(current, s, outcomes) for s in current.selected],
+    }
+
+
+def results_path(config: pytest.Config) -> Path | None:
+    """``--stack-results``, else the ini value, else the default; '' (or 'none') turns it
+    off."""
+    given = config.getoption("stack_results")
+    raw = given if given is not None else (config.getini("stacks_results") or DEFAULT_RESULTS)
+    if str(raw).strip().lower() in ("", "none"):
+        return None
+    return Path(config.rootpath, str(raw))
+
+
+def write(config: pytest.Config, document: dict[str, Any]) -> tuple[Path | None, str]:
+    """Write the results file; (path, "") or (None, why not)."""
+    path = results_path(config)
+    if path is None:
+        return None, ""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        dump(document, path)
+    except (StacksError, OSError) as exc:
+        return None, f"cannot write the results file {path}: {exc}"
+    return path, ""
+

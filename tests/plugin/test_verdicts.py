@@ -1,0 +1,211 @@
+"""Two-way capability dispatch and the results file, as users see them (pytester).
+
+A capability a stack declares must be proven by a passing test that requires it; a whole run
+fails on an unproven one, a partial run reports it. Every run with stacks writes a results
+document that ``pytest-stacks report`` can read.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from pytest_stacks import cli
+from pytest_stacks.verdicts.results import load
+
+pytest_plugins = ["pytester"]
+
+MANIFEST = """
+version: 1
+capabilities:
+  submit: s
+  status: t
+  outputs: o
+  outputs.repeatable: r
+backends:
+  slurm:
+    window: {anchor: "20.11", leading_edge: "24.11"}
+stacks:
+  - name: fake-slurm
+    backend: slurm
+    version: "24.11.5"
+    provider: fake
+    transport: local
+    configuration: single-node
+    capabilities: [submit, status, outputs, outputs.repeatable]
+    lanes: [pr]
+  - name: fake-slurm-20.11
+    backend: slurm
+    version: "20.11.4"
+    provider: fake
+    transport: local
+    configuration: single-node
+    capabilities: [submit, status]
+    lanes: [full]
+"""
+
+TESTS = """
+import pytest
+from pytest_stacks.contract import JobSpec, JobState, submitted, wait_for
+
+@pytest.mark.requires("submit", "status")
+def test_runs(backend, stack):
+    [s] = wait_for(backend, submitted(backend.submit([JobSpec(script="true\\n")])), timeout=30)
+    assert s.state is JobState.COMPLETED
+
+@pytest.mark.requires("submit", "status", "outputs")
+def test_outputs(backend, stack):
+    pass
+"""
+
+
+@pytest.fixture
+def project(pytester: pytest.Pytester) -> pytest.Pytester:
+    pytester.makefile(".yaml", manifest=MANIFEST)
+    pytester.makeini("[pytest]\nstacks_manifest = manifest.yaml\ntestpaths = suite\n")
+    suite = pytester.mkdir("suite")
+    (suite / "test_user.py").write_text(TESTS)
+    return pytester
+
+
+def _results(project: pytest.Pytester) -> dict:
+    return json.loads((project.path / ".pytest-stacks" / "results.json").read_text())
+
+
+def test_a_declared_capability_no_test_required_fails_the_whole_run(
+        project: pytest.Pytester) -> None:
+    result = project.runpytest("--stack=fake-slurm", "-p", "no:randomly")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED, result.stdout.str()
+    result.stdout.fnmatch_lines([
+        "*FAIL-CLOSED: fake-slurm: outputs.repeatable unproven (0 tests required it)*"])
+    assert "2 passed" in result.stdout.str()
+    doc = _results(project)
+    [stack] = doc["stacks"]
+    assert stack["verdict"] == "unproven"
+    caps = stack["capabilities"]
+    assert caps["outputs.repeatable"]["status"] == "unproven"
+    assert caps["outputs"]["status"] == "pass"
+    assert caps["outputs"]["passed"] == ["suite/test_user.py::test_outputs[fake-slurm]"]
+    assert sorted(caps["submit"]["passed"]) == [
+        "suite/test_user.py::test_outputs[fake-slurm]", "suite/test_user.py::test_runs[fake-slurm]"]
+    assert doc["run"]["partial"] is False
+
+
+def test_every_capability_proven_is_a_pass(project: pytest.Pytester) -> None:
+    result = project.runpytest("--stack=fake-slurm-20.11")
+    assert result.ret == pytest.ExitCode.OK, result.stdout.str()
+    [stack] = _results(project)["stacks"]
+    assert stack["verdict"] == "pass"
+    # The other direction: a test requiring what the stack lacks is skipped, and the
+    # capability it needed is "not offered" there, not unproven.
+    assert stack["capabilities"]["outputs"]["status"] == "not-offered"
+    assert stack["capabilities"]["outputs"]["skipped"] == [
+        "suite/test_user.py::test_outputs[fake-slurm-20.11]"]
+    by_id = {t["nodeid"]: t for t in stack["tests"]}
+    skipped = by_id["suite/test_user.py::test_outputs[fake-slurm-20.11]"]
+    assert skipped["outcome"] == "skipped" and "lacks capability: outputs" in skipped["message"]
+    assert by_id["suite/test_user.py::test_runs[fake-slurm-20.11]"]["outcome"] == "passed"
+
+
+@pytest.mark.parametrize("selection", [["-k", "runs"], ["suite/test_user.py"],
+                                       ["suite/test_user.py::test_runs"]],
+                         ids=["keyword", "file", "node-id"])
+def test_a_partial_run_reports_unproven_without_failing_and_says_so(
+        project: pytest.Pytester, selection: list[str]) -> None:
+    result = project.runpytest("--stack=fake-slurm", *selection)
+    assert result.ret == pytest.ExitCode.OK, result.stdout.str()
+    out = result.stdout.str()
+    assert "FAIL-CLOSED" not in out
+    result.stdout.fnmatch_lines([
+        "fake-slurm: outputs.repeatable unproven (0 tests required it)",
+        "unproven capabilities are not failing this run: a partial run (*); the whole suite "
+        "fails on them"])
+    doc = _results(project)
+    assert doc["run"]["partial"] is True and doc["run"]["partial_reasons"]
+
+
+def test_the_testpaths_given_by_hand_are_the_whole_suite(project: pytest.Pytester) -> None:
+    result = project.runpytest("--stack=fake-slurm", "suite")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED, result.stdout.str()
+    result.stdout.fnmatch_lines(["*FAIL-CLOSED: fake-slurm: outputs.repeatable unproven*"])
+
+
+def test_fail_policy_judges_a_selection_as_the_suite(project: pytest.Pytester) -> None:
+    result = project.runpytest("--stack=fake-slurm", "-k", "runs", "--stack-unproven=fail")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED, result.stdout.str()
+    result.stdout.fnmatch_lines([
+        "*FAIL-CLOSED: fake-slurm: outputs unproven (0 tests required it)*"])
+    assert _results(project)["run"]["partial"] is False
+
+
+def test_warn_policy_never_fails_on_unproven(project: pytest.Pytester) -> None:
+    result = project.runpytest("--stack=fake-slurm", "--stack-unproven=warn")
+    assert result.ret == pytest.ExitCode.OK, result.stdout.str()
+    result.stdout.fnmatch_lines(["*not failing this run: --stack-unproven=warn*"])
+
+
+def test_a_bad_unproven_ini_value_is_a_usage_error(project: pytest.Pytester) -> None:
+    project.makeini("[pytest]\nstacks_manifest = manifest.yaml\nstacks_unproven = maybe\n")
+    result = project.runpytest("--stack=fake-slurm")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*stacks_unproven is 'maybe'; use auto, fail or warn*"])
+
+
+def test_a_failing_test_fails_its_capabilities(project: pytest.Pytester) -> None:
+    project.path.joinpath("suite", "test_more.py").write_text(
+        "import pytest\n\n@pytest.mark.requires('outputs.repeatable')\n"
+        "def test_twice(backend):\n    assert 1 == 2, 'fetched twice, got different bytes'\n")
+    result = project.runpytest("--stack=fake-slurm")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    [stack] = _results(project)["stacks"]
+    assert stack["verdict"] == "fail"
+    cap = stack["capabilities"]["outputs.repeatable"]
+    assert cap["status"] == "fail" and cap["failed"] == [
+        "suite/test_more.py::test_twice[fake-slurm]"]
+    [case] = [t for t in stack["tests"] if t["nodeid"].endswith("test_twice[fake-slurm]")]
+    assert "fetched twice, got different bytes" in case["message"]
+
+
+def test_results_file_is_valid_and_readable_by_the_report(project: pytest.Pytester,
+                                                          tmp_path: Path) -> None:
+    target = tmp_path / "out" / "job.json"
+    result = project.runpytest("--stack=fake-slurm-20.11", f"--stack-results={target}")
+    assert result.ret == pytest.ExitCode.OK, result.stdout.str()
+    result.stdout.fnmatch_lines([f"results: {target}"])
+    doc = load(target)  # the report's own loader: schema and rules re-derived
+    [stack] = doc.stacks
+    assert stack.name == "fake-slurm-20.11" and stack.verdict == "pass"
+    assert stack.observed_daemon == "20.11.4" and stack.pins["version"] == "20.11.4"
+    html = tmp_path / "report.html"
+    code = cli.main(["--manifest", str(project.path / "manifest.yaml"), "report", str(target),
+                     "--single", "--format", "html", "--output", str(html)])
+    assert code == 0
+    assert "fake-slurm-20.11" in html.read_text()
+
+
+def test_no_results_file_when_turned_off(project: pytest.Pytester) -> None:
+    result = project.runpytest("--stack=fake-slurm-20.11", "--stack-results=none")
+    assert result.ret == pytest.ExitCode.OK, result.stdout.str()
+    assert not (project.path / ".pytest-stacks").exists()
+    assert "results:" not in result.stdout.str()
+
+
+def test_a_run_without_stack_tests_writes_no_results(pytester: pytest.Pytester) -> None:
+    pytester.makefile(".yaml", manifest=MANIFEST)
+    pytester.makeini("[pytest]\nstacks_manifest = manifest.yaml\n")
+    pytester.makepyfile(test_plain="def test_plain():\n    pass\n")
+    result = pytester.runpytest()
+    assert result.ret == pytest.ExitCode.OK, result.stdout.str()
+    assert not (pytester.path / ".pytest-stacks").exists()
+
+
+def test_xdist_controller_writes_every_workers_outcomes(project: pytest.Pytester) -> None:
+    result = project.runpytest("-n", "2", "--stack=fake-slurm-20.11", "--stack=fake-slurm",
+                               "--stack-unproven=warn")
+    assert result.ret == pytest.ExitCode.OK, result.stdout.str()
+    stacks = {s["name"]: s for s in _results(project)["stacks"]}
+    assert {len(s["tests"]) for s in stacks.values()} == {2}
+    assert stacks["fake-slurm"]["verdict"] == "unproven"
+    assert stacks["fake-slurm-20.11"]["verdict"] == "pass"
