@@ -644,8 +644,19 @@ def test_reusable_stack_workflow_shape() -> None:
     assert "matrix.timeout_minutes" in str(stack["timeout-minutes"])
     runs = " ".join(s.get("run", "") for s in stack["steps"])
     assert re.search(r"pytest-stacks .*doctor --fix", runs) and "PYTEST_ARGS" in runs
-    upload = next(s for s in stack["steps"] if "upload-artifact" in s.get("uses", ""))
-    assert upload["if"] == "failure()" and upload["with"]["name"] == "${{ matrix.artifact }}"
+    upload = next(s for s in stack["steps"] if "upload-artifact" in s.get("uses", "")
+                  and s["with"]["name"] == "${{ matrix.artifact }}")
+    assert upload["if"] == "failure()"
+    # Every leg leaves its results (always) and the whole lane is judged in one final job.
+    assert "--stack-unproven=fail" in runs and "--stack-results=" in runs
+    results = [s for s in stack["steps"] if "upload-artifact" in s.get("uses", "")
+               and "stack-results" in s["with"]["name"]]
+    assert results and results[0]["if"] == "always()"
+    report = wf["jobs"]["report"]
+    assert report["needs"] == ["plan", "stack"] and report["if"].startswith("always()")
+    merge = " ".join(s.get("run", "") for s in report["steps"])
+    assert re.search(r"pytest-stacks .*report .*--matrix", merge)
+    assert "GITHUB_STEP_SUMMARY" in merge and 'exit "$rc"' in merge
 
 
 def test_canary_workflow_shape() -> None:
@@ -653,8 +664,10 @@ def test_canary_workflow_shape() -> None:
     assert {"schedule", "workflow_dispatch"} == set(wf["on"])
     assert wf["jobs"]["lane"]["with"]["lane"] == "canary"
     report = wf["jobs"]["report"]
-    assert report["if"] == "always()" and report["permissions"] == {"issues": "write"}
-    script = report["steps"][0]["run"]
+    assert report["if"] == "always()"
+    assert report["permissions"] == {"issues": "write", "actions": "read"}
+    script = next(s["run"] for s in report["steps"] if "run" in s)
+    assert "$table" in script  # the issue carries the lane's compatibility table
     for command in ("gh issue list", "gh issue comment", "gh issue create", "gh issue close"):
         assert command in script
 
