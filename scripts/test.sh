@@ -24,7 +24,9 @@ run .venv/bin/mypy pytest_stacks
 run .venv/bin/lint-imports
 # In CI a missing checker (Renovate, zizmor, check-jsonschema) fails instead of skipping.
 if [ "${CI:-}" = "true" ]; then export PYTEST_STACKS_REQUIRE_CHECKERS=1; fi
-run "$PY" -m pytest -q -n 2
+RESULTS=.pytest-stacks
+mkdir -p "$RESULTS"
+run "$PY" -m pytest -q -n 2 --stack-results="$RESULTS/results-fakes.json"
 
 if docker info >/dev/null 2>&1; then
     # The real stacks this machine can run: every Slurm version, HTCondor 23.9 and the
@@ -32,7 +34,25 @@ if docker info >/dev/null 2>&1; then
     REAL_STACKS=${REAL_STACKS:-"slurm-* htcondor-23.9 k8s-*"}
     args=()
     for s in $REAL_STACKS; do args+=(--stack="$s"); done
-    run "$PY" -m pytest tests/contract tests/backend -q "${args[@]}" -p no:randomly
+    # All of them in one run: they come up concurrently, each stack's tests on one worker.
+    # The contract and backend tests must prove every capability each stack declares.
+    run "$PY" -m pytest tests/contract tests/backend -q "${args[@]}" -p no:randomly \
+        -n 4 --stack-group --stack-unproven=fail --stack-results="$RESULTS/results-real.json"
+    # One compatibility table over the fakes and the real stacks, checked against the full
+    # lane's rows for the stacks selected above (a stack that left no result fails it).
+    .venv/bin/pytest-stacks matrix --lane full --format json > "$RESULTS/matrix-full.json"
+    "$PY" - "$RESULTS/matrix-full.json" $REAL_STACKS <<'PYEOF'
+import fnmatch, json, sys
+path, patterns = sys.argv[1], sys.argv[2:]
+rows = json.load(open(path))["include"]
+chosen = [r for r in rows if any(fnmatch.fnmatch(r["stack"], p) for p in patterns)]
+json.dump({"include": chosen}, open(path, "w"))
+PYEOF
+    .venv/bin/pytest-stacks report "$RESULTS/results-fakes.json" "$RESULTS/results-real.json" \
+        --matrix "$RESULTS/matrix-full.json" --format html --output "$RESULTS/compatibility.html" \
+        || true
+    run .venv/bin/pytest-stacks report "$RESULTS/results-fakes.json" "$RESULTS/results-real.json" \
+        --matrix "$RESULTS/matrix-full.json"
     PYTEST_STACKS_REQUIRE_DOCKER=1 run "$PY" -m pytest tests/faults -q
     # The wheel as users install it: the packaged catalogue, fake and real stacks.
     PYTEST_STACKS_REQUIRE_DOCKER=1 run "$PY" -m pytest tests/packaging -q

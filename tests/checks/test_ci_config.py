@@ -655,7 +655,7 @@ def test_reusable_stack_workflow_shape() -> None:
     report = wf["jobs"]["report"]
     assert report["needs"] == ["plan", "stack"] and report["if"].startswith("always()")
     merge = " ".join(s.get("run", "") for s in report["steps"])
-    assert re.search(r"pytest-stacks .*report .*--matrix", merge)
+    assert re.search(r"pytest-stacks .*report [^\n]*\n?[^\n]*--matrix", merge)
     assert "GITHUB_STEP_SUMMARY" in merge and 'exit "$rc"' in merge
 
 
