@@ -82,10 +82,11 @@ def _intervals(tmp_path: Path, parallel: int) -> dict[str, list[float]]:
 def test_stacks_come_up_concurrently_within_the_bound(tmp_path: Path) -> None:
     together = _intervals(tmp_path, parallel=2)
     (a0, a1), (b0, b1) = together[STACKS[0]], together[STACKS[1]]
-    assert a0 < b1 and b0 < a1, f"with --stack-parallel=2 the bring-ups did not overlap: {together}"
+    assert a0 < b1 and b0 < a1, f"with --stack-parallel=2 bring-ups did not overlap: {together}"
     one_by_one = _intervals(tmp_path, parallel=1)
     (a0, a1), (b0, b1) = sorted(one_by_one.values())
-    assert a1 <= b0, f"with --stack-parallel=1 two bring-ups overlapped: {one_by_one}"
+    # (startup_s is recorded to the hundredth of a second)
+    assert a1 <= b0 + 0.02, f"with --stack-parallel=1 two bring-ups overlapped: {one_by_one}"
 
 
 def test_interrupt_while_several_stacks_come_up_leaves_nothing(tmp_path: Path) -> None:
