@@ -42,7 +42,7 @@ class ProviderSpec:
 
 BACKENDS: dict[str, BackendSpec] = {
     spec.name: spec for spec in (
-        BackendSpec("slurm", ("local",),
+        BackendSpec("slurm", ("local", "ssh"),
                     "pytest_stacks.backends.slurm.adapter:SlurmComposeAdapter",
                     "pytest_stacks.backends.slurm.adapter:fake_client"),
         BackendSpec("htcondor", ("bindings",),

@@ -24,7 +24,8 @@ import yaml
 from pytest_stacks import dockerutil
 from pytest_stacks.errors import InfrastructureError, StacksError
 from pytest_stacks.manifest import Stack
-from pytest_stacks.providers import images, reaper, stack_adapter
+from pytest_stacks.polling import poll_until
+from pytest_stacks.providers import images, reaper, ssh_access, stack_adapter
 from pytest_stacks.providers.base import Attached, RunContext, StackInfo
 from pytest_stacks.providers.labels import LABEL_STACK
 from pytest_stacks.transports.docker_exec import DockerExecTransport
@@ -106,6 +107,8 @@ class ComposeProvider:
             if upstream:
                 images.ensure_image(upstream, refresh=ctx.lane == "canary")
             host_env = stack_adapter(stack).host_environment(stack, stack.timeouts.build)
+            if stack.transport == "ssh":
+                host_env.update(ssh_access.client_environment(stack, ctx))
         except StacksError as exc:
             raise InfrastructureError(stack.name, str(exc)) from None
         info = self._plan(stack, ctx, base, upstream)
@@ -168,6 +171,32 @@ class ComposeProvider:
                 stack.name, f"daemons not ready after {stack.timeouts.ready:.0f}s: {exc}",
                 self._logs(stack, info, transport)) from None
         info.endpoints.update(adapter.prepare(stack, transport, ctx.run_dir, info.ports))
+        if stack.transport == "ssh":
+            info.endpoints.update(ssh_access.pin(
+                stack, ctx, info, lambda service: self._host_key(stack, info, service)))
+
+    def _host_key(self, stack: Stack, info: StackInfo, service: str) -> str:
+        """A service's sshd host key, read through the engine (its entrypoint makes the key at
+        start, so give it the readiness timeout to appear)."""
+        def ask() -> str:
+            found = self._containers(info, service)
+            if not found:
+                return ""
+            result = found[0].exec_run(["cat", ssh_access.HOST_KEY])
+            return result.output.decode() if result.exit_code == 0 else ""
+
+        try:
+            return poll_until(ask, bool, timeout=stack.timeouts.ready, interval=0.5,
+                              on_timeout=lambda _: f"no host key at {ssh_access.HOST_KEY} in "
+                                                   f"service {service!r}")
+        except TimeoutError as exc:
+            raise InfrastructureError(stack.name, str(exc), self._compose_logs(info)) from None
+
+    def _containers(self, info: StackInfo, service: str | None = None) -> list[Any]:
+        labels = [f"com.docker.compose.project={info.project}"]
+        if service:
+            labels.append(f"com.docker.compose.service={service}")
+        return list(dockerutil.client().containers.list(all=True, filters={"label": labels}))
 
     def is_current(self, stack: Stack, info: StackInfo) -> bool:
         """Whether a running stack (kept by `pytest-stacks up`) was made from today's inputs:
@@ -236,9 +265,17 @@ class ComposeProvider:
         except Exception as exc:
             raise InfrastructureError(stack.name, f"stack container is gone: {exc}") from None
         transport = DockerExecTransport(container)
-        client = stack_adapter(stack).client(stack, transport, info.endpoints, ctx.run_dir)
-        return Attached(client, info, lambda: self._logs(stack, info, transport),
-                        client.close)
+        # The client goes the way the stack's users go (ssh: login node, jump hosts); logs and
+        # readiness keep the engine's own channel, which still works when a hop is down.
+        ssh = ssh_access.transport(info.endpoints) if stack.transport == "ssh" else None
+        client = stack_adapter(stack).client(stack, ssh or transport, info.endpoints,
+                                             ctx.run_dir)
+
+        def close() -> None:
+            client.close()
+            if ssh is not None:
+                ssh.close()
+        return Attached(client, info, lambda: self._logs(stack, info, transport), close)
 
     def down(self, stack: Stack, info: StackInfo, ctx: RunContext) -> None:
         result = dockerutil.run_cli(
@@ -262,16 +299,21 @@ class ComposeProvider:
         return reaper.sweep_run(ctx.run_id)
 
     def health(self, stack: Stack, info: StackInfo) -> tuple[str, str]:
-        """A container that is no longer running cannot serve: why, with its last logs."""
+        """A container of the stack (any of them: a jump host or a compute node counts) that
+        is no longer running cannot serve: why, with its last logs."""
         try:
-            container = dockerutil.client().containers.get(info.container)
-            container.reload()
+            dockerutil.client().containers.get(info.container)
+            containers = self._containers(info)
         except Exception as exc:
             return f"the stack's container is gone ({exc})", ""
-        if container.status == "running":
-            return "", ""
-        state = container.attrs.get("State", {})
-        logs = container.logs(tail=100).decode("utf-8", "replace")
-        return (f"the stack's container {container.name} is {container.status} (exit code "
-                f"{state.get('ExitCode')}{', killed' if state.get('OOMKilled') else ''})", logs)
+        for container in containers:
+            if container.status == "running":
+                continue
+            state = container.attrs.get("State", {})
+            logs = container.logs(tail=100).decode("utf-8", "replace")
+            service = container.labels.get("com.docker.compose.service", "?")
+            return (f"the stack's container {container.name} (service {service}) is "
+                    f"{container.status} (exit code {state.get('ExitCode')}"
+                    f"{', killed' if state.get('OOMKilled') else ''})", logs)
+        return "", ""
 

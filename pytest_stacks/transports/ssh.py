@@ -1,0 +1,230 @@
+"""The ``ssh`` transport: the scheduler reached as a site's users reach it, through sshd on a
+login node, optionally through any number of jump hosts (``ssh -J a,b`` semantics).
+
+paramiko rather than the OpenSSH client: the transport is a seam the driver calls hundreds of
+times per run, so one authenticated connection (per hop) is kept and reused instead of a process
+and a handshake per command; host keys are checked against a per-run ``known_hosts`` with a
+reject policy (never trust on first use); and a jump is a ``direct-tcpip`` channel of the
+previous hop, so the design has no limit of two tiers. Commands are quoted with
+:func:`shlex.join` on this side and run by the login user's shell there, which is exactly where
+quoting bugs live on real sites.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shlex
+import stat
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import paramiko
+
+from pytest_stacks.errors import BackendCallError
+from pytest_stacks.transports import CommandResult
+
+
+class HostKeyRefused(BackendCallError):
+    """A hop's host key is not the one pinned for this run: nothing was sent to it."""
+
+
+@dataclass(frozen=True)
+class Hop:
+    """One sshd on the way: ``host``/``port`` as the previous hop (or this machine) reaches it."""
+
+    host: str
+    port: int
+    user: str
+
+    @property
+    def known_hosts_name(self) -> str:
+        return self.host if self.port == 22 else f"[{self.host}]:{self.port}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"host": self.host, "port": self.port, "user": self.user}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Hop:
+        return cls(str(data["host"]), int(data["port"]), str(data["user"]))
+
+
+class SshTransport:
+    """Commands and files on the last hop (the login node), as its login user.
+
+    ``user`` other than the login user runs through ``sudo -n -u USER`` there (the site grants
+    that, or the command fails with sudo's own message); files move over SFTP as the login user.
+    """
+
+    def __init__(self, hops: Sequence[Hop], key_file: Path, known_hosts: Path, *,
+                 connect_timeout: float = 15.0) -> None:
+        if not hops:
+            raise ValueError("an ssh transport needs at least one hop (the login node)")
+        self.hops = tuple(hops)
+        self._key_file = key_file
+        self._known_hosts = known_hosts
+        self._connect_timeout = connect_timeout
+        self._clients: list[paramiko.SSHClient] = []
+        self._sftp: paramiko.SFTPClient | None = None
+
+    @property
+    def login_user(self) -> str:
+        return self.hops[-1].user
+
+    def _route(self) -> str:
+        return " -> ".join(f"{h.user}@{h.known_hosts_name}" for h in self.hops)
+
+    # ---------------------------------------------------------------- connecting
+
+    def _connected(self) -> paramiko.SSHClient:
+        if self._clients and self._alive():
+            return self._clients[-1]
+        self.close()
+        key = paramiko.Ed25519Key.from_private_key_file(str(self._key_file))
+        sock: Any = None
+        try:
+            for hop in self.hops:
+                client = paramiko.SSHClient()
+                client.load_host_keys(str(self._known_hosts))
+                client.set_missing_host_key_policy(paramiko.RejectPolicy())
+                if self._clients:
+                    previous = self._clients[-1].get_transport()
+                    assert previous is not None
+                    sock = previous.open_channel("direct-tcpip", (hop.host, hop.port),
+                                                 ("127.0.0.1", 0),
+                                                 timeout=self._connect_timeout)
+                client.connect(hop.host, hop.port, username=hop.user, pkey=key, sock=sock,
+                               allow_agent=False, look_for_keys=False,
+                               timeout=self._connect_timeout,
+                               banner_timeout=self._connect_timeout,
+                               auth_timeout=self._connect_timeout)
+                self._clients.append(client)
+        except paramiko.BadHostKeyException as exc:
+            self.close()
+            raise HostKeyRefused(
+                f"the host key of {exc.hostname} is not the one pinned for this run "
+                f"(expected {exc.expected_key.get_name()} "
+                f"{exc.expected_key.fingerprint}, got {exc.key.get_name()} "
+                f"{exc.key.fingerprint}; known_hosts: {self._known_hosts}). Refusing to "
+                f"connect: nothing was run there.") from None
+        except paramiko.SSHException as exc:
+            self.close()
+            if "not found in known_hosts" in str(exc):
+                raise HostKeyRefused(f"{exc}: no host key is pinned for it in "
+                                     f"{self._known_hosts}; nothing was run there.") from None
+            raise BackendCallError(f"ssh {self._route()}: {exc}") from None
+        except (TimeoutError, OSError, EOFError) as exc:
+            self.close()
+            raise BackendCallError(f"ssh {self._route()}: cannot connect "
+                                   f"(hop {len(self._clients) + 1} of {len(self.hops)}: "
+                                   f"{self.hops[len(self._clients)].known_hosts_name}): "
+                                   f"{exc or type(exc).__name__}") from None
+        return self._clients[-1]
+
+    def _alive(self) -> bool:
+        transports = [c.get_transport() for c in self._clients]
+        return all(t is not None and t.is_active() for t in transports)
+
+    def close(self) -> None:
+        if self._sftp is not None:
+            with contextlib.suppress(Exception):
+                self._sftp.close()
+            self._sftp = None
+        for client in reversed(self._clients):
+            with contextlib.suppress(Exception):
+                client.close()
+        self._clients = []
+
+    # ---------------------------------------------------------------- the Transport seam
+
+    def command_line(self, argv: Sequence[str], user: str | None, timeout: float) -> str:
+        """What the login user's shell runs: quoted here, never re-split there."""
+        command = list(argv)
+        if timeout:
+            command = ["timeout", "--kill-after=5", str(int(timeout)), *command]
+        if user and user != self.login_user:
+            command = ["sudo", "-n", "-u", user, "--", *command]
+        return shlex.join(command)
+
+    def run(self, argv: Sequence[str], *, user: str | None = None,
+            timeout: float = 60.0) -> CommandResult:
+        client = self._connected()
+        transport = client.get_transport()
+        assert transport is not None
+        try:
+            channel = transport.open_session(timeout=self._connect_timeout)
+            channel.exec_command(self.command_line(argv, user, timeout))
+            stdout, stderr = _drain(channel, deadline=time.monotonic() + timeout + 15)
+            code = channel.recv_exit_status() if channel.exit_status_ready() else -1
+            channel.close()
+        except (paramiko.SSHException, OSError, EOFError) as exc:
+            self.close()
+            raise BackendCallError(f"ssh {self._route()}: {argv[0]!r} failed in transit: "
+                                   f"{exc or type(exc).__name__}") from None
+        return CommandResult(tuple(argv), code, stdout.decode("utf-8", "replace"),
+                             stderr.decode("utf-8", "replace"))
+
+    def _sftp_client(self) -> paramiko.SFTPClient:
+        if self._sftp is None or not self._alive():
+            self._sftp = self._connected().open_sftp()
+        return self._sftp
+
+    def put_files(self, directory: str, files: Mapping[str, bytes], *, user: str,
+                  mode: int = 0o644) -> None:
+        if user != self.login_user:
+            raise BackendCallError(
+                f"cannot stage files as {user!r} over ssh: files move as the login user "
+                f"{self.login_user!r}; make the driver's submit user the login user")
+        try:
+            sftp = self._sftp_client()
+            sftp.mkdir(directory, 0o755)
+            for name, data in files.items():
+                path = f"{directory}/{name}"
+                with sftp.open(path, "wb") as handle:
+                    handle.write(data)
+                sftp.chmod(path, mode)
+        except (paramiko.SSHException, OSError, EOFError) as exc:
+            raise BackendCallError(f"cannot copy files into {directory} over ssh: "
+                                   f"{exc}") from None
+
+    def get_files(self, directory: str, names: Sequence[str]) -> dict[str, bytes]:
+        found: dict[str, bytes] = {}
+        try:
+            sftp = self._sftp_client()
+            for name in names:
+                path = f"{directory}/{name}"
+                try:
+                    if not stat.S_ISREG(sftp.stat(path).st_mode or 0):
+                        continue
+                    with sftp.open(path, "rb") as handle:
+                        found[name] = handle.read()
+                except FileNotFoundError:
+                    continue
+        except (paramiko.SSHException, OSError, EOFError) as exc:
+            raise BackendCallError(f"cannot read files from {directory} over ssh: "
+                                   f"{exc}") from None
+        return found
+
+
+def _drain(channel: paramiko.Channel, deadline: float) -> tuple[bytes, bytes]:
+    """Read stdout and stderr together (reading one to its end first can deadlock when the
+    other fills its window)."""
+    out, err = bytearray(), bytearray()
+    channel.settimeout(0.5)
+    while True:
+        progressed = False
+        while channel.recv_ready():
+            out += channel.recv(65536)
+            progressed = True
+        while channel.recv_stderr_ready():
+            err += channel.recv_stderr(65536)
+            progressed = True
+        if channel.exit_status_ready() and not channel.recv_ready() \
+                and not channel.recv_stderr_ready():
+            return bytes(out), bytes(err)
+        if time.monotonic() > deadline:
+            raise paramiko.SSHException("no exit status before the deadline")
+        if not progressed:
+            time.sleep(0.01)
