@@ -139,9 +139,9 @@ CORPUS: list[tuple[str, Callable[[dict[str, Any]], None], list[str]]] = [
     ("canary-empty", _set("stacks/1/canary", {}), ["canary: must not be empty"]),
     ("stack-not-mapping", _set("stacks/0", "fake-slurm"),
      ["stacks[0]: expected a mapping, got string"]),
-    ("transport-not-implemented", _set("stacks/1/transport", "ssh"),
-     ["stacks[1] (slurm-24.11).transport: the slurm driver does not support transport 'ssh'",
-      "Supported for slurm: local"]),
+    ("transport-not-implemented", _set("stacks/1/transport", "kubernetes"),
+     ["stacks[1] (slurm-24.11).transport: the slurm driver does not support transport "
+      "'kubernetes'", "Supported for slurm: local, ssh"]),
     ("transport-of-another-backend", _set("stacks/0/transport", "bindings"),
      ["stacks[0] (fake-slurm).transport", "does not support transport 'bindings'"]),
     ("backend-without-driver", _declare_backend_and_use("pbs"),
