@@ -147,13 +147,18 @@ def _restart_engine() -> None:
                           check=False).stdout.split()
     if not pids:
         pytest.fail("cannot restart the Docker engine: no systemd unit and no dockerd process")
+    # The engine comes back with the environment it had, not this test's (whose TMPDIR, where
+    # runc keeps its exec files, is deleted with the test's temporary folder).
+    raw = Path(f"/proc/{pids[0]}/environ").read_bytes().split(b"\0")
+    engine_env = dict(item.decode().split("=", 1) for item in raw if b"=" in item)
     for pid in pids:
         os.kill(int(pid), signal.SIGTERM)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and any(Path(f"/proc/{p}").exists() for p in pids):
         time.sleep(0.2)
     with open("/var/log/dockerd.log", "ab") as log:
-        subprocess.Popen(["dockerd"], stdout=log, stderr=log, start_new_session=True)
+        subprocess.Popen(["dockerd"], stdout=log, stderr=log, start_new_session=True,
+                         env=engine_env, cwd="/")
 
 
 def _wait_for_engine(timeout: float = 90) -> None:
