@@ -71,7 +71,11 @@ def _start_engine() -> None:
     if _engine_answers():
         return
     log = open("/var/log/dockerd.log", "ab")  # noqa: SIM115 (kept open by the daemon)
-    subprocess.Popen(["dockerd"], stdout=log, stderr=log, start_new_session=True)
+    # Not our TMPDIR: runc keeps exec files there for the engine's whole life, and a caller's
+    # temporary folder (a test's, say) can be deleted long before the engine stops.
+    env = {k: v for k, v in os.environ.items() if k != "TMPDIR"}
+    subprocess.Popen(["dockerd"], stdout=log, stderr=log, start_new_session=True, env=env,
+                     cwd="/")
     try:
         poll_until(_engine_answers, bool, timeout=60, interval=1.0,
                    on_timeout=lambda _: "dockerd did not answer within 60 s; see "
