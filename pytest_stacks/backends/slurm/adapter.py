@@ -12,6 +12,7 @@ from pytest_stacks.manifest import Stack
 from pytest_stacks.polling import poll_until
 from pytest_stacks.transports import Transport
 
+READY_STATES = frozenset({"idle", "mix", "alloc"})
 LOG_FILES = ("/var/log/slurm/slurmctld.log", "/var/log/slurm/slurmd.log",
              "/var/log/slurm/jobcomp.log")
 
@@ -22,20 +23,24 @@ class SlurmComposeAdapter:
         return {}
 
     def wait_ready(self, transport: Transport, timeout: float) -> None:
-        """Ready = slurmctld answers ``scontrol ping`` and the node is idle in ``sinfo``.
+        """Ready = slurmctld answers ``scontrol ping`` and every node is up in ``sinfo``
+        (one node on a single-node stack, each compute node of a cluster).
 
         A running container or a live process is liveness, not readiness; jobs submitted
-        before the node registers sit pending and make the first test flaky.
+        before the nodes register sit pending (or run on fewer nodes than asked) and make the
+        first test flaky.
         """
         def ask() -> tuple[bool, str]:
             ping = transport.run(["scontrol", "ping"], timeout=10)
             if not (ping.ok and "UP" in ping.stdout):
                 return False, (ping.stdout + ping.stderr).strip() or f"exit {ping.returncode}"
-            node = transport.run(["sinfo", "-h", "-n", "localhost", "-o", "%t"], timeout=10)
-            state = node.stdout.strip()
-            if node.ok and state in {"idle", "mix", "alloc"}:
-                return True, state
-            return False, f"slurmctld UP, node state {state or '?'} {node.stderr.strip()}"
+            nodes = transport.run(["sinfo", "-h", "-N", "-o", "%N %t"], timeout=10)
+            states = dict(line.split()[:2] for line in nodes.stdout.splitlines()
+                          if len(line.split()) >= 2)
+            shown = " ".join(f"{n}={s}" for n, s in sorted(states.items())) or "?"
+            if nodes.ok and states and all(s in READY_STATES for s in states.values()):
+                return True, shown
+            return False, f"slurmctld UP, nodes {shown} {nodes.stderr.strip()}"
 
         poll_until(ask, lambda answer: answer[0], timeout=timeout, interval=0.25,
                    on_timeout=lambda answer: f"last answer: {answer[1]}")

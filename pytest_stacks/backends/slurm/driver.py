@@ -82,7 +82,7 @@ class SlurmClient:
                     "sbatch", "--parsable", f"--chdir={workdir}", f"--job-name={spec.name}",
                     f"--output={workdir}/slurm-%j.out", f"--error={workdir}/slurm-%j.err",
                     f"--cpus-per-task={spec.cpus}", f"--time={max(1, -(-spec.walltime_s // 60))}",
-                    f"{workdir}/{SCRIPT_NAME}", *spec.args,
+                    *_placement(spec), f"{workdir}/{SCRIPT_NAME}", *spec.args,
                 ]
                 result = self._run(*argv, check=False)
                 if not result.ok:
@@ -228,6 +228,15 @@ class SlurmClient:
 
     def close(self) -> None:
         """Nothing to release: each call is a fresh exec."""
+
+
+def _placement(spec: JobSpec) -> list[str]:
+    """``backend_options["workers"]`` (the contract's MPI shape): one task per node on that
+    many nodes, so an MPI program's ranks land on distinct hosts."""
+    workers = spec.backend_options.get("workers")
+    if workers is None:
+        return []
+    return [f"--nodes={int(workers)}", "--ntasks-per-node=1"]
 
 
 def _wrap_script(spec: JobSpec) -> str:
