@@ -1,4 +1,5 @@
-"""The support window per backend as one Markdown table (the README embeds it)."""
+"""The support window per backend as one Markdown table (the README embeds it): per version,
+its role and every stack of it with its transport and configuration."""
 
 from __future__ import annotations
 
@@ -18,7 +19,8 @@ def window_markdown(manifest: Manifest) -> str:
             by_version.setdefault(stack.version, []).append(stack)
         entries: list[tuple[tuple[int, ...], str, str, str, str]] = []
         for version, stacks in by_version.items():
-            names = ", ".join(f"`{s.name}`" for s in stacks)
+            # Transport and configuration are dimensions of the matrix: each stack says its.
+            names = ", ".join(f"`{s.name}` ({s.transport}, {s.configuration})" for s in stacks)
             lanes = ", ".join(lane for lane in LANES if any(s.in_lane(lane) for s in stacks))
             entries.append((release(version), version, stacks[0].role, names, lanes or "-"))
         for role, edge in (("anchor", backend.window.anchor),

@@ -258,7 +258,7 @@ def test_window_table(make) -> None:
         ("slurm", "22.05.8", "anchor"), ("slurm", "24.11.5", "supported"),
         ("slurm", "26.05.5", "leading-edge"), ("htcondor", "23.9.6", "anchor"),
         ("htcondor", "25.0.14", "supported"), ("htcondor", "25.12.2", "leading-edge")]
-    assert body[0][4] == "`slurm-22.05`" and body[0][5] == "pr, full, canary"
+    assert body[0][4] == "`slurm-22.05` (local, single-node)" and body[0][5] == "pr, full, canary"
     assert body[1][5] == "full, canary"
     assert "fake-slurm" not in table
 
@@ -268,7 +268,8 @@ def test_window_table_shows_legacy_and_missing_edges(make) -> None:
                    BOOKWORM, "[full]") + standard_stacks().replace(
         slurm("slurm-22.05", "22.05.8", "22.05.8-4+deb12u3", "bookworm", BOOKWORM), "")
     table = matrix.window_markdown(make(stacks))
-    assert "| slurm | 22.05 .. 26.05 | 20.11.4 | legacy | `slurm-20.11` |" in table
+    assert ("| slurm | 22.05 .. 26.05 | 20.11.4 | legacy | `slurm-20.11` (local, single-node) |"
+            in table)
     assert "| slurm | 22.05 .. 26.05 | 22.05 | anchor | (no stack) | - |" in table
 
 
