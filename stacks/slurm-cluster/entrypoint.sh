@@ -54,8 +54,11 @@ slurm_config() {
 # --- Munge (every role but jump) ------------------------------------------------
 # One key per stack instance, never in the image:
 #   - MUNGE_KEY_B64 set (base64 of >= 32 bytes): every role decodes it;
-#   - else ctld writes 1024 random bytes to the key volume at every start, and
-#     node/login (started once ctld is healthy, see compose.yaml) copy it.
+#   - else ctld writes 1024 random bytes to the key volume when it holds no key
+#     yet (the first start of this stack instance), and node/login wait for it
+#     and copy it. The volume lives as long as the instance (`down -v` ends
+#     it), so a restarted container finds the key its peers use; a new
+#     instance gets a new key.
 munge_key() {
     install -d -o munge -g munge -m 0700 /etc/munge /var/lib/munge /var/log/munge
     install -d -o munge -g munge -m 0755 /run/munge
@@ -68,12 +71,16 @@ munge_key() {
         log "munge key from MUNGE_KEY_B64"
     elif [ "$role" = ctld ]; then
         install -d -m 0700 "$key_dir"
-        dd if=/dev/urandom of="$key_dir/.munge.key.new" bs=1024 count=1 status=none
-        chmod 0400 "$key_dir/.munge.key.new"
-        # Atomic: a reader never sees half a key.
-        mv -f "$key_dir/.munge.key.new" "$key_dir/munge.key"
+        if [ -s "$key_dir/munge.key" ]; then
+            log "munge key of this stack instance found in the key volume"
+        else
+            dd if=/dev/urandom of="$key_dir/.munge.key.new" bs=1024 count=1 status=none
+            chmod 0400 "$key_dir/.munge.key.new"
+            # Atomic: a reader never sees half a key.
+            mv -f "$key_dir/.munge.key.new" "$key_dir/munge.key"
+            log "fresh munge key written to the key volume"
+        fi
         cp "$key_dir/munge.key" "$key"
-        log "fresh munge key written to the key volume"
     else
         local i
         for i in $(seq 1 600); do
@@ -142,6 +149,7 @@ work_area() {
 
 # --- Run -------------------------------------------------------------------------
 pids=()
+# shellcheck disable=SC2329  # called by the trap below
 stop() {
     log "stopping"
     kill -TERM "${pids[@]}" 2>/dev/null || true
@@ -150,25 +158,26 @@ stop() {
 }
 trap stop TERM INT
 
-stream=()
+stream=""
 case "$role" in
     ctld)
         slurm_config
         munge_key
-        : > "$log_dir/slurmctld.log"
-        chown slurm:slurm "$log_dir/slurmctld.log"
+        # Log files live on the logs volume as long as the stack instance: a
+        # restarted container appends (and streams only the new lines).
+        [ -f "$log_dir/slurmctld.log" ] || install -o slurm -g slurm -m 0644 /dev/null "$log_dir/slurmctld.log"
         # The completion log: written by slurmctld, read on the login node (same
         # volume). Kept across ctld restarts of one stack instance; `down -v` ends it.
         [ -f "$log_dir/jobcomp.log" ] || install -o slurm -g slurm -m 0644 /dev/null "$log_dir/jobcomp.log"
-        stream=("$log_dir/slurmctld.log")
+        stream=$log_dir/slurmctld.log
         ;;
     node)
         slurm_config
         munge_key
         work_area
         node_name=$(hostname -s)
-        : > "$log_dir/slurmd-$node_name.log"
-        stream=("$log_dir/slurmd-$node_name.log")
+        touch "$log_dir/slurmd-$node_name.log"
+        stream=$log_dir/slurmd-$node_name.log
         ;;
     login)
         slurm_config
@@ -177,13 +186,19 @@ case "$role" in
         ssh_setup
         ;;
     jump)
+        # A bastion: sshd only. The image's sudo rule (submitter -> slurm) is
+        # for the login node; the jump host gets none.
+        rm -f /etc/sudoers.d/pytest-stacks-submitter
         ssh_setup
         ;;
 esac
 
-# Daemon log files go to stdout through `tail -F` (docker compose logs).
-if [ ${#stream[@]} -gt 0 ]; then
-    tail -n +1 -F "${stream[@]}" 2>/dev/null &
+# The role's daemon log goes to stdout through `tail -F` (docker compose logs),
+# from the byte where this start begins: what an earlier start of the container
+# wrote was streamed then. (A byte offset, not `-n 0`: tail may open the file
+# after the daemon's first lines.)
+if [ -n "$stream" ]; then
+    tail -c "+$(( $(stat -c %s "$stream") + 1 ))" -F "$stream" 2>/dev/null &
     pids+=($!)
 fi
 

@@ -5,19 +5,23 @@
 #   node   slurmctld UP and this node (= hostname) registered and usable: its
 #          compact sinfo state is idle, or mix/alloc/comp once jobs run (a
 #          suffix *, ~, # or down/drain/unk is not ready)
-#   login  sshd answers with an SSH banner on port 22, and the Slurm client
+#   login  sshd listens on port 22, and the Slurm client
 #          works (`scontrol ping` UP: munge key and controller reachable)
-#   jump   sshd answers with an SSH banner on port 22
+#   jump   sshd listens on port 22
 # So `docker compose up --wait` returns once both nodes can take jobs and both
 # SSH hops accept connections.
 set -eu
 role=${1:-$(cat /run/pytest-stacks/role 2>/dev/null || true)}
 
 ctld_up() { scontrol ping 2>/dev/null | grep -q 'is UP'; }
+# sshd is listening on port 22 (a LISTEN socket, state 0A, on port 0016 in
+# /proc/net/tcp{,6}) and its process is alive. Not a TCP connect: sshd logs
+# every connection that sends no SSH identification (two lines a second).
 sshd_up() {
-    local banner
-    banner=$(timeout 3 bash -c 'exec 3<>/dev/tcp/127.0.0.1/22 && head -c 8 <&3' 2>/dev/null || true)
-    [ "$banner" = "SSH-2.0-" ] || { echo "sshd: no banner on 127.0.0.1:22"; return 1; }
+    pgrep -x sshd >/dev/null || { echo "sshd: not running"; return 1; }
+    awk 'NR > 1 && $2 ~ /:0016$/ && $4 == "0A" { found = 1 } END { exit !found }' \
+        /proc/net/tcp /proc/net/tcp6 2>/dev/null \
+        || { echo "sshd: nothing listens on port 22"; return 1; }
 }
 
 case "$role" in

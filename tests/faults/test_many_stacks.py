@@ -151,6 +151,7 @@ def _restart_engine() -> None:
     # runc keeps its exec files, is deleted with the test's temporary folder).
     raw = Path(f"/proc/{pids[0]}/environ").read_bytes().split(b"\0")
     engine_env = dict(item.decode().split("=", 1) for item in raw if b"=" in item)
+    engine_env.pop("TMPDIR", None)
     for pid in pids:
         os.kill(int(pid), signal.SIGTERM)
     deadline = time.monotonic() + 60

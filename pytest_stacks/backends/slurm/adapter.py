@@ -55,8 +55,12 @@ class SlurmComposeAdapter:
         return SlurmClient(transport, stack.name)
 
     def daemon_logs(self, transport: Transport) -> str:
+        """Every daemon's log: slurmctld, each node's slurmd (one file per node on a cluster,
+        whose log folder is shared), and the completion log."""
+        listing = transport.run(["sh", "-c", "ls -1 /var/log/slurm/*.log"], timeout=20)
+        found = [p for p in listing.stdout.split() if p.endswith(".log")]
         parts = []
-        for path in LOG_FILES:
+        for path in found or list(LOG_FILES):
             result = transport.run(["tail", "-n", "150", path], timeout=20)
             parts.append(f"== {path}\n{result.stdout or result.stderr}")
         return "\n".join(parts)
