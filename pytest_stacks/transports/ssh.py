@@ -156,7 +156,10 @@ class SshTransport:
         try:
             channel = transport.open_session(timeout=self._connect_timeout)
             channel.exec_command(self.command_line(argv, user, timeout))
-            stdout, stderr = _drain(channel, deadline=time.monotonic() + timeout + 15)
+            deadline = time.monotonic() + timeout + 15
+            stdout, stderr = _drain(channel, deadline)
+            while not channel.exit_status_ready() and time.monotonic() < deadline:
+                time.sleep(0.005)
             code = channel.recv_exit_status() if channel.exit_status_ready() else -1
             channel.close()
         except (paramiko.SSHException, OSError, EOFError) as exc:
@@ -209,10 +212,10 @@ class SshTransport:
 
 
 def _drain(channel: paramiko.Channel, deadline: float) -> tuple[bytes, bytes]:
-    """Read stdout and stderr together (reading one to its end first can deadlock when the
-    other fills its window)."""
+    """Read stdout and stderr together until the far side's EOF (reading one to its end
+    first can deadlock when the other fills its window). EOF, not the exit status, marks the
+    end: sshd may send the exit status before the last of the output."""
     out, err = bytearray(), bytearray()
-    channel.settimeout(0.5)
     while True:
         progressed = False
         while channel.recv_ready():
@@ -221,10 +224,10 @@ def _drain(channel: paramiko.Channel, deadline: float) -> tuple[bytes, bytes]:
         while channel.recv_stderr_ready():
             err += channel.recv_stderr(65536)
             progressed = True
-        if channel.exit_status_ready() and not channel.recv_ready() \
+        if channel.eof_received and not channel.recv_ready() \
                 and not channel.recv_stderr_ready():
             return bytes(out), bytes(err)
         if time.monotonic() > deadline:
-            raise paramiko.SSHException("no exit status before the deadline")
+            raise paramiko.SSHException("no end of output before the deadline")
         if not progressed:
-            time.sleep(0.01)
+            time.sleep(0.005)

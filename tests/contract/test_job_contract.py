@@ -194,10 +194,10 @@ def test_an_mpi_job_reports_every_rank_on_distinct_hosts(backend: JobClient, sta
         name="mpi", backend_options={"shape": "mpijob", "workers": workers})
     [handle] = submitted(backend.submit([spec]))
     [status] = wait_for(backend, [handle], timeout=_timeout(stack))
-    assert status.state is JobState.COMPLETED, status
     [result] = backend.fetch_outputs([handle], tmp_path)
-    assert result.ok, result.error
     text = "\n".join(p.read_text() for p in result.files.values())
+    assert status.state is JobState.COMPLETED, f"{status}\n{text[-3000:]}"
+    assert result.ok, result.error
     ranks = dict(re.findall(r"rank=(\d+) size=\d+ host=(\S+)", text))
     assert sorted(ranks) == [str(r) for r in range(workers)], text[-2000:]
     assert len(set(ranks.values())) == workers, text[-2000:]
