@@ -79,8 +79,23 @@ class SshTransport:
     # ---------------------------------------------------------------- connecting
 
     def _connected(self) -> paramiko.SSHClient:
+        """The open connection, or a new one. A hop that is briefly away (sshd re-executing,
+        a container restarting) is retried until ``connect_timeout``; a refused host key
+        never is."""
         if self._clients and self._alive():
             return self._clients[-1]
+        deadline = time.monotonic() + self._connect_timeout
+        while True:
+            try:
+                return self._connect()
+            except HostKeyRefused:
+                raise
+            except BackendCallError:
+                if time.monotonic() >= deadline:
+                    raise
+                time.sleep(0.5)
+
+    def _connect(self) -> paramiko.SSHClient:
         self.close()
         key = paramiko.Ed25519Key.from_private_key_file(str(self._key_file))
         sock: Any = None
@@ -102,9 +117,11 @@ class SshTransport:
                                auth_timeout=self._connect_timeout)
                 self._clients.append(client)
         except paramiko.BadHostKeyException as exc:
+            at = len(self._clients)
             self.close()
             raise HostKeyRefused(
-                f"the host key of {exc.hostname} is not the one pinned for this run "
+                f"the host key of {self.hops[at].known_hosts_name} (hop {at + 1} of "
+                f"{len(self.hops)}) is not the one pinned for this run "
                 f"(expected {exc.expected_key.get_name()} "
                 f"{exc.expected_key.fingerprint}, got {exc.key.get_name()} "
                 f"{exc.key.fingerprint}; known_hosts: {self._known_hosts}). Refusing to "
