@@ -25,7 +25,8 @@ def functional_probe(stack: Stack, attached: Attached) -> None:
                                                name="pytest-stacks-probe", outputs=outputs,
                                                backend_options=dict(options))]))
     try:
-        [status] = wait_for(client, handles, timeout=stack.timeouts.job)
+        # Polled closely (one job, a cheap query): the probe delays every test of the run.
+        [status] = wait_for(client, handles, timeout=stack.timeouts.job, poll=0.1)
     except TimeoutError as exc:
         raise InfrastructureError(stack.name, f"functional probe job did not finish: {exc}",
                                   attached.logs()) from exc

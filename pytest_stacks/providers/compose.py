@@ -279,8 +279,9 @@ class ComposeProvider:
 
     def down(self, stack: Stack, info: StackInfo, ctx: RunContext) -> None:
         result = dockerutil.run_cli(
-            # Ephemeral daemons: no state worth a graceful shutdown, so stop fast.
-            [*self._base_cmd(info), "down", "-v", "--remove-orphans", "--timeout", "1"],
+            # Ephemeral daemons: no state worth a graceful shutdown, so no grace period at all
+            # (SIGKILL at once: a second per container saved on every run).
+            [*self._base_cmd(info), "down", "-v", "--remove-orphans", "--timeout", "0"],
             env=self._env(info), timeout=300)
         left = reaper.sweep_run(ctx.run_id, stack.name)
         if info.remove_image:
