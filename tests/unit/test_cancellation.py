@@ -1,0 +1,71 @@
+"""Cancelling bring-ups in background threads: child processes die, waits end, a timeout is
+exit 124 as coreutils' `timeout` says it."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from pytest_stacks import cancellation
+from pytest_stacks.polling import poll_until
+
+
+@pytest.fixture(autouse=True)
+def _reset() -> Iterator[None]:
+    cancellation.reset()
+    yield
+    cancellation.reset()
+
+
+def test_a_child_runs_and_its_output_comes_back() -> None:
+    done = cancellation.run(["sh", "-c", "echo out; echo err >&2; exit 3"], timeout=10)
+    assert (done.returncode, done.stdout, done.stderr) == (3, "out\n", "err\n")
+
+
+def test_input_reaches_the_child() -> None:
+    assert cancellation.run(["cat"], timeout=10, input_text="hello").stdout == "hello"
+
+
+def test_a_timeout_is_exit_124_and_kills_the_child() -> None:
+    started = time.monotonic()
+    done = cancellation.run(["sh", "-c", "sleep 30"], timeout=0.5)
+    assert done.returncode == 124 and "timed out after" in done.stderr
+    assert time.monotonic() - started < 5
+
+
+def test_cancel_kills_a_running_child_and_its_children_at_once() -> None:
+    outcome: list[BaseException] = []
+
+    def bring_up() -> None:
+        try:
+            # A grandchild too: the whole process group must go.
+            cancellation.run(["sh", "-c", "sleep 60 & sleep 60; wait"], timeout=120)
+        except BaseException as exc:
+            outcome.append(exc)
+
+    thread = threading.Thread(target=bring_up)
+    thread.start()
+    time.sleep(0.3)
+    started = time.monotonic()
+    cancellation.cancel()
+    thread.join(timeout=10)
+    assert not thread.is_alive() and time.monotonic() - started < 3
+    assert len(outcome) == 1 and isinstance(outcome[0], cancellation.Cancelled)
+
+
+def test_nothing_new_starts_once_cancelled() -> None:
+    cancellation.cancel()
+    with pytest.raises(cancellation.Cancelled):
+        cancellation.run(["true"], timeout=5)
+
+
+def test_polling_loops_stop_on_cancel() -> None:
+    timer = threading.Timer(0.3, cancellation.cancel)
+    timer.start()
+    started = time.monotonic()
+    with pytest.raises(cancellation.Cancelled):
+        poll_until(lambda: False, bool, timeout=60, interval=5)
+    assert time.monotonic() - started < 3
