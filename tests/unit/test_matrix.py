@@ -362,15 +362,19 @@ def test_simulated_version_bump_changes_rows_and_build_inputs(tmp_path: Path) ->
     target = sorted(candidates, key=lambda s: s.role != "leading-edge")[0]
     key = next(k for k, v in target.compose.build_args.items() if k.endswith("VERSION") and v)
     old_pin = target.compose.build_args[key]
-    pin_line = next(n for n, a in notes.items() if a.key == key and a.value == old_pin)
     new_version = _bump(target.version)
     new_pin = old_pin.replace(target.version, new_version, 1)
     assert new_pin != old_pin
-    lines[pin_line - 1] = lines[pin_line - 1].replace(old_pin, new_pin)
-    version_line = next(i for i in range(pin_line - 1, -1, -1)
-                        if re.match(rf'\s+version:\s*"?{re.escape(target.version)}"?\s*$',
-                                    lines[i]))
-    lines[version_line] = lines[version_line].replace(target.version, new_version)
+    # Renovate moves every occurrence of the pin (stacks of one version in several
+    # configurations share it), with each such stack's version.
+    for pin_line in (n for n, a in notes.items() if a.key == key and a.value == old_pin):
+        lines[pin_line - 1] = lines[pin_line - 1].replace(old_pin, new_pin)
+        version_line = next(i for i in range(pin_line - 1, -1, -1)
+                            if re.match(rf'\s+version:\s*"?{re.escape(target.version)}"?\s*$',
+                                        lines[i]))
+        lines[version_line] = lines[version_line].replace(target.version, new_version)
+    bumped = {s.name for s in before.stacks
+              if s.compose and s.compose.build_args.get(key) == old_pin}
     bumped_text = "".join(lines)
     (tmp_path / "manifest.yaml").write_text(bumped_text)
     after = load(tmp_path / "manifest.yaml")
@@ -381,7 +385,7 @@ def test_simulated_version_bump_changes_rows_and_build_inputs(tmp_path: Path) ->
         assert old_rows.keys() == new_rows.keys()
         for name, old in old_rows.items():
             new = new_rows[name]
-            if name != target.name:
+            if name not in bumped:
                 assert new == old
                 continue
             assert new["version"] == new_version
