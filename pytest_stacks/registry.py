@@ -45,7 +45,7 @@ BACKENDS: dict[str, BackendSpec] = {
         BackendSpec("slurm", ("local", "ssh"),
                     "pytest_stacks.backends.slurm.adapter:SlurmComposeAdapter",
                     "pytest_stacks.backends.slurm.adapter:fake_client"),
-        BackendSpec("htcondor", ("bindings",),
+        BackendSpec("htcondor", ("bindings", "ssh"),
                     "pytest_stacks.backends.htcondor.adapter:HTCondorComposeAdapter",
                     "pytest_stacks.backends.htcondor.adapter:fake_client"),
         BackendSpec("mpi-operator", ("kubernetes",),

@@ -5,10 +5,16 @@ spooled job leaves the queue at the schedd's next periodic evaluation after its 
 successful retrieval; a second retrieval then raises nothing and writes nothing. The old 10-day
 expression, given as ``leave_in_queue``, keeps the job and makes retrieval repeatable. These
 tests state what they observe; they are not bent to pass on a daemon that behaves otherwise.
+
+Which expression a job carries is the client's doing, so a 23.9 client (``condor_submit`` on a
+login node, the remote-CLI driver) keeps retrieval repeatable; whether the *schedd* then makes
+retrieval one-shot is the daemon's doing, shown with the 25.8.2 expression given explicitly,
+whatever the client (:func:`test_the_schedd_makes_retrieval_one_shot_under_the_new_expression`).
 """
 
 from __future__ import annotations
 
+import os
 import time
 import uuid
 from pathlib import Path
@@ -17,7 +23,8 @@ from typing import Any
 import pytest
 
 from pytest_stacks.backends.htcondor.api import version_tuple
-from pytest_stacks.backends.htcondor.driver import ONE_SHOT_SINCE
+from pytest_stacks.backends.htcondor.driver import NEW_LEAVE_IN_QUEUE, ONE_SHOT_SINCE
+from pytest_stacks.backends.htcondor.translate import describe_job
 from pytest_stacks.contract import JobClient, JobSpec, JobState, submitted, wait_for
 from pytest_stacks.manifest import Stack
 
@@ -151,3 +158,55 @@ def test_leave_in_queue_override_keeps_retrieval_repeatable(backend: JobClient, 
             == f"{token}\n".encode()
     finally:
         driver.purge([handle])
+
+
+def test_the_schedd_makes_retrieval_one_shot_under_the_new_expression(
+        backend: JobClient, stack: Stack, tmp_path: Path) -> None:
+    """The daemon's half of HTCONDOR-3508, whatever the client: a spooled job whose
+    ``LeaveJobInQueue`` is the 25.8.2+ expression leaves the queue after its first successful
+    retrieval, and a second retrieval raises nothing and writes nothing. Raw schedd calls
+    (the same on the bindings, the remote CLI and the double)."""
+    driver = _driver(backend, stack, "one-shot")
+    schedd = driver.schedd
+    versions = driver.versions()
+    token = uuid.uuid4().hex
+    root = tmp_path / "job"
+    description = describe_job(JobSpec(script=f"echo {token} > out.txt\n", name="raw-one-shot",
+                                       outputs=("out.txt",)), root, NEW_LEAVE_IN_QUEUE)
+    submitted_job = schedd.submit(description, spool=True, count=1)
+    schedd.spool(submitted_job)
+    [job_id] = submitted_job.job_ids
+    constraint = _constraint(job_id)
+    iwd = root / "iwd"
+    try:
+        deadline = time.monotonic() + stack.timeouts.job
+        ads = schedd.query(constraint, ["JobStatus", "LeaveJobInQueue"])
+        while ads and ads[0].get("JobStatus") != 4 and time.monotonic() < deadline:
+            time.sleep(0.5)
+            ads = schedd.query(constraint, ["JobStatus", "LeaveJobInQueue"])
+        assert ads and ads[0].get("JobStatus") == 4, f"job {job_id} did not complete: {ads}"
+        expression = str(ads[0].get("LeaveJobInQueue"))
+
+        schedd.retrieve(job_id)
+        assert (iwd / "out.txt").read_text() == f"{token}\n", sorted(os.listdir(iwd))
+
+        started = time.monotonic()
+        deadline = started + max(stack.timeouts.job, _interval(stack) * 4)
+        while schedd.query(constraint, ["JobStatus"]) and time.monotonic() < deadline:
+            time.sleep(min(0.5, _interval(stack) / 4))
+        waited = time.monotonic() - started
+        assert schedd.query(constraint, ["JobStatus"]) == [], (
+            f"observed: daemon {versions['daemon']}, LeaveJobInQueue = {expression!r}: job "
+            f"{job_id} was still in the queue {waited:.1f}s after its first retrieval")
+
+        for leftover in iwd.iterdir():
+            leftover.unlink()
+        schedd.retrieve(job_id)  # raises nothing: the silent case
+        assert sorted(os.listdir(iwd)) == [], (
+            f"observed: a second retrieval of job {job_id} after it left the queue wrote "
+            f"{sorted(os.listdir(iwd))}")
+        [ad] = schedd.history(constraint, ["JobStatus"], match=1)
+        assert ad["JobStatus"] == 4, ad
+    finally:
+        if schedd.query(constraint, ["JobStatus"]):
+            schedd.act("remove", [job_id], "pytest-stacks: test cleanup")

@@ -7,9 +7,50 @@ import re
 
 import pytest
 
-from tests.plugin.test_plugin import MANIFEST
-
 pytest_plugins = ["pytester"]
+
+MANIFEST = """
+version: 1
+capabilities:
+  submit: s
+  status: t
+  outputs: o
+  mpi: m
+backends:
+  slurm:
+    window: {anchor: "22.05", leading_edge: "26.05"}
+  mpi-operator:
+    window: {anchor: "0.8", leading_edge: "0.8"}
+stacks:
+  - name: fake-slurm
+    backend: slurm
+    version: "24.11.5"
+    provider: fake
+    transport: local
+    configuration: single-node
+    capabilities: [submit, status, outputs]
+    lanes: [pr]
+  - name: fake-slurm-20.11
+    backend: slurm
+    version: "20.11.4"
+    provider: fake
+    transport: local
+    configuration: single-node
+    capabilities: [submit, status]
+    lanes: [full]
+  - name: broken-slurm
+    description: No slot to run on, so its probe job never finishes.
+    backend: slurm
+    version: "24.11.5"
+    provider: fake
+    transport: local
+    configuration: default
+    capabilities: [submit, status, mpi]
+    lanes: [full]
+    options: {slots: 0}
+    timeouts: {job: 0.5}
+"""
+
 
 TESTS = """
 def test_a(backend, stack):

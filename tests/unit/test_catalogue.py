@@ -110,8 +110,8 @@ def test_version_skew_is_refused_with_both_versions(tmp_path: Path) -> None:
     ("backends: {slurm: {window: {anchor: '20.11', leading_edge: '26.05'}}}\n",
      ["backend 'slurm' and its support window come from the catalogue",
       "cannot redefine them"]),
-    ("stacks:\n  - {name: x, extends: htcondor-23.9, transport: ssh}\n",
-     ["stacks[0] (x).transport: the htcondor driver does not support transport 'ssh'"]),
+    ("stacks:\n  - {name: x, extends: htcondor-23.9, transport: local}\n",
+     ["stacks[0] (x).transport: the htcondor driver does not support transport 'local'"]),
 ])
 def test_errors_in_the_combination_name_both_files(tmp_path: Path, body: str,
                                                    expected: list[str]) -> None:

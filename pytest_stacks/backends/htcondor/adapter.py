@@ -1,10 +1,15 @@
-"""How the HTCondor driver is used inside a compose stack (``stacks/htcondor``).
+"""How the HTCondor driver is used inside a compose stack (``stacks/htcondor``, one container;
+``stacks/htcondor-pool``, a split pool whose submit node is the login node).
 
 Readiness is HTCondor's own: ``condor_who -wait`` on the master's ready ad (all daemons up and
 the startd Ready), which is what HTCondor's test framework uses. Per run, an IDTOKEN for the
 submit user is minted inside the container and written to a private directory under
 ``run_dir``; the client on the host reaches the pool through the published shared port with it.
 The token is never printed or logged.
+
+A stack with ``transport: ssh`` is reached as a site's users reach it: the driver runs
+HTCondor's command-line tools on the login node through the transport the provider hands over
+(:class:`~pytest_stacks.backends.htcondor.remote_cli.RemoteCliSchedd`); no token, no port.
 
 :func:`fake_client` is the fake provider's counterpart: the same driver over the in-process
 schedd.
@@ -21,6 +26,7 @@ from pathlib import Path
 
 from pytest_stacks.backends.htcondor.api import parse_condor_version
 from pytest_stacks.backends.htcondor.driver import HTCondorClient
+from pytest_stacks.backends.htcondor.remote_cli import RemoteCliSchedd
 from pytest_stacks.contract import JobClient
 from pytest_stacks.errors import InfrastructureError
 from pytest_stacks.manifest import Stack
@@ -28,6 +34,9 @@ from pytest_stacks.polling import poll_until
 from pytest_stacks.transports import Transport
 
 READY_EXPRESSION = 'IsReady && STARTD_State =?= "Ready"'
+#: What ``condor_who -wait`` waits for: the same, or no local startd at all (a split pool's
+#: submit node, whose readiness then also asks the collector).
+WAIT_EXPRESSION = 'IsReady && (STARTD_State =?= "Ready" || STARTD =?= undefined)'
 DAEMON_LOGS = ("MasterLog", "SchedLog", "ShadowLog", "StartLog", "StarterLog*")
 LOG_DIR = "/var/log/condor"
 TOKEN_FILE = "pytest-stacks"
@@ -52,34 +61,63 @@ def is_ready(condor_who_output: str) -> bool:
     return "IsReady = true" in lines and 'STARTD_State = "Ready"' in lines
 
 
+def no_local_startd(condor_who_output: str) -> bool:
+    """Whether the master's ready ad says every local daemon is up and none of them is a
+    startd (the submit node of a split pool: its ad has ``SCHEDD = "Alive"`` and no
+    ``STARTD = ...`` line, while a held local startd prints ``STARTD = "Hold"``)."""
+    lines = [line.strip() for line in condor_who_output.splitlines()]
+    return "IsReady = true" in lines and not any(
+        line.split("=", 1)[0].strip() == "STARTD" for line in lines if "=" in line)
+
+
+def pool_can_run(schedds: str, slots: str) -> str:
+    """"" when the collector lists a schedd and an execute slot (``condor_status -af Name``
+    outputs), else what is missing."""
+    missing = [what for what, text in (("schedd", schedds), ("execute slot", slots))
+               if not text.strip()]
+    return f"the collector lists no {' and no '.join(missing)} yet" if missing else ""
+
+
 class HTCondorComposeAdapter:
     def host_environment(self, stack: Stack, timeout: float) -> dict[str, str]:
         """Nothing: the image holds everything (Debian packages)."""
         return {}
 
     def wait_ready(self, transport: Transport, timeout: float) -> None:
+        """Ready = the pool can run a job submitted where ``transport`` leads.
+
+        One container: the master's ready ad says every daemon is up and the startd Ready.
+        The submit node of a split pool (no local startd): its master says every local daemon
+        is up, and the collector lists a schedd and at least one execute slot.
+        """
         # condor_who -wait exits 0 even when the condition timed out (and prints nothing
         # before the master is up), so the printed ad is what counts (seen on 23.9.6).
         deadline = time.monotonic() + timeout
 
         def ask() -> str:
             wait = max(1, min(int(deadline - time.monotonic()), 60))
-            result = transport.run(["condor_who", f"-wait:{wait}", READY_EXPRESSION],
+            result = transport.run(["condor_who", f"-wait:{wait}", WAIT_EXPRESSION],
                                    user="root", timeout=wait + 15)
             if is_ready(result.stdout):
                 return ""
-            return (result.stdout + result.stderr) or f"exit {result.returncode}"
+            if not no_local_startd(result.stdout):
+                return (result.stdout + result.stderr) or f"exit {result.returncode}"
+            found = [transport.run(["condor_status", f"-{kind}", "-af", "Name"], user="root",
+                                   timeout=15) for kind in ("schedd", "startd")]
+            return pool_can_run(*(r.stdout if r.ok else "" for r in found))
 
         poll_until(ask, lambda last: last == "", timeout=timeout, interval=1.0,
                    on_timeout=lambda last: (
                        f"HTCondor not ready after {timeout:.0f}s (condor_who -wait on "
-                       f"{READY_EXPRESSION!r}); last answer: {last.strip()[-500:] or '(none)'}"))
+                       f"{WAIT_EXPRESSION!r}); last answer: {last.strip()[-500:] or '(none)'}"))
 
     def prepare(self, stack: Stack, transport: Transport, run_dir: Path,
                 ports: dict[str, int]) -> dict[str, str]:
+        if stack.transport == "ssh":
+            return {}  # the login user's own credentials (its ssh key, FS on the node)
         if "CONDOR_PORT" not in ports:
             raise InfrastructureError(stack.name, "no CONDOR_PORT was published for the stack")
-        user = str(stack.options.get("submit_user", "submitter"))
+        user = submit_user(stack)
         domain = str(stack.options.get("uid_domain", "pytest-stacks.test"))
         result = transport.run(["condor_token_create", "-identity", f"{user}@{domain}"],
                                user="root")
@@ -104,16 +142,30 @@ class HTCondorComposeAdapter:
 
     def client(self, stack: Stack, transport: Transport, endpoints: Mapping[str, str],
                run_dir: Path) -> JobClient:
+        if stack.transport == "ssh":
+            schedd = RemoteCliSchedd(transport, user=submit_user(stack))
+            return HTCondorClient(schedd, stack, Path(run_dir))
         return HTCondorClient.for_pool(stack, endpoints["collector"],
                                        Path(endpoints["token_dir"]), Path(run_dir))
 
     def daemon_logs(self, transport: Transport) -> str:
-        names = " ".join(DAEMON_LOGS)
+        """The daemons' logs: ``/var/log/condor/`` of one container, or every host's folder
+        under it (a split pool shares one log volume, one folder per host)."""
+        names = " ".join([*DAEMON_LOGS, *(f"*/{n}" for n in DAEMON_LOGS),
+                          "*/CollectorLog", "*/NegotiatorLog"])
         script = (f"cd {LOG_DIR} 2>/dev/null || exit 0; for f in {names}; do "
                   f'[ -f "$f" ] || continue; echo "===== {LOG_DIR}/$f"; tail -n 80 "$f"; done')
         result = transport.run(["sh", "-c", script], user="root")
         return result.stdout + (f"\n(log collection: {result.stderr.strip()})"
                                 if result.stderr.strip() else "")
+
+
+def submit_user(stack: Stack) -> str:
+    """The user jobs are submitted as: the ssh login user, else ``options.submit_user``."""
+    route = stack.options.get("ssh")
+    if isinstance(route, Mapping) and isinstance(route.get("user"), str):
+        return str(route["user"])
+    return str(stack.options.get("submit_user", "submitter"))
 
 
 def fake_client(stack: Stack, run_dir: Path,
