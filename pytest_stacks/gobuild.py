@@ -142,3 +142,32 @@ def _run(argv: Sequence[str], cwd: Path, timeout: float) -> str:
         tail = "\n".join((done.stderr or done.stdout).strip().splitlines()[-15:])
         raise GoBuildError(f"`{' '.join(argv[:4])} ...` failed (exit {done.returncode}):\n{tail}")
     return done.stdout
+
+
+def local_digest(source: Path, go_version: str) -> str:
+    """The inputs of a local main package: every file of its folder (name and bytes) and Go."""
+    digest = hashlib.sha256(go_version.encode())
+    for path in sorted(p for p in source.rglob("*") if p.is_file()):
+        digest.update(str(path.relative_to(source)).encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()[:16]
+
+
+def ensure_local_built(name: str, source: Path, *, timeout: float = 600) -> Path:
+    """A tiny main package of ours (``source``: a go.mod without requirements and its .go
+    files) built once per content into ``<cache>/<name>-<digest>/bin/<name>``; no module is
+    fetched. The Kubernetes node's pause program is one."""
+    go = go_binary()
+    version = _run([go, "env", "GOVERSION"], Path.cwd(), 60).strip()
+    target = cache_root() / f"{name}-{local_digest(source, version)}"
+    if (target / COMPLETE).exists():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(target) + ".lock"):
+        if (target / COMPLETE).exists():
+            return target
+        shutil.rmtree(target, ignore_errors=True)
+        shutil.copytree(source, target / "module")
+        _run([go, "build", "-trimpath", "-ldflags", "-s -w", "-o", str(target / "bin" / name),
+              "."], target / "module", timeout)
+        (target / COMPLETE).write_text(version + "\n")
+    return target

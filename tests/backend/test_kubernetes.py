@@ -1,15 +1,22 @@
 """The Kubernetes backend on whichever mpi-operator stack runs: the fake, the control-plane
-stack (real API server, controllers and operator; kwok nodes), or kind.
+stack (real API server, controllers and operator; kwok nodes), the control plane with a real
+kubelet node, or kind.
 
 What these prove is API and operator behaviour: identities the API server assigns, the
 ownership chain, garbage collection after a foreground delete, the operator's handling of a
-failing launcher and of an invalid MPIJob, cleanPodPolicy None, fail-closed groups.
+failing launcher and of an invalid MPIJob, cleanPodPolicy None, fail-closed groups. Where pods
+really execute (``execution``): a container's own exit code and output, the times the kubelet
+reports, and an MPIJob whose ranks ran on exactly its worker pods.
 """
 
 from __future__ import annotations
 
+import re
 import subprocess
 import time
+import uuid
+from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -26,6 +33,7 @@ from pytest_stacks.backends.kubernetes.identities import (
     ROLE_WORKER,
     check_ownership,
 )
+from pytest_stacks.backends.kubernetes.objects import terminated
 from pytest_stacks.contract import JobSpec, JobState, submitted, wait_for
 from pytest_stacks.manifest import Stack
 
@@ -175,3 +183,56 @@ def test_ttl_after_finished_removes_only_the_launcher(backend: Any, stack: Stack
     for role in (ROLE_SERVICE, ROLE_CONFIG, ROLE_SECRET):
         ident = found[role]
         assert backend.api.get(ident.kind, ident.namespace, ident.name) is not None, role
+
+
+# ---------------------------------------------------------------- pods that really execute
+
+
+def _stamp(value: str) -> datetime:
+    return datetime.fromisoformat(value.replace("Z", "+00:00"))
+
+
+@pytest.mark.requires("submit", "status", "execution")
+def test_a_pods_exit_code_and_output_are_the_containers_own(backend: Any, stack: Stack,
+                                                            tmp_path: Path,
+                                                            request: Any) -> None:
+    """No annotation says how this ends: the script computes a value only a real shell
+    produces, prints it and exits 5; the pod's container status says 5 and its log the value.
+    The kubelet's own start and finish times are recorded (pod start latency)."""
+    token = uuid.uuid4().hex
+    [handle] = _done(backend, stack, [JobSpec(
+        script=f"echo out-{token}-$((6 * 7))\necho err-{token} >&2\nexit 5\n")])
+    [status] = backend.status([handle])
+    assert status.state is JobState.FAILED and status.exit_code == 5, status
+    [result] = backend.fetch_outputs([handle], tmp_path)
+    assert result.ok, result.error
+    logs = result.files["logs.txt"].read_text()
+    assert f"out-{token}-42" in logs and f"err-{token}" in logs, logs
+    pod = backend.api.get("Pod", backend.namespace, handle.job_id)
+    ended = terminated(pod)
+    created = _stamp(pod["metadata"]["creationTimestamp"])
+    started, finished = _stamp(ended["startedAt"]), _stamp(ended["finishedAt"])
+    assert created <= started <= finished, (created, started, finished)
+    assert pod["spec"].get("nodeName") and "nodeSelector" not in pod["spec"]
+    request.node.user_properties.append(("pod_start_latency_s",
+                                         (started - created).total_seconds()))
+
+
+@pytest.mark.requires("submit", "status", "mpi")
+def test_an_mpijobs_ranks_ran_on_exactly_its_worker_pods(backend: Any, stack: Stack,
+                                                         tmp_path: Path) -> None:
+    """The launcher's mpirun reached both worker pods over the operator's hostfile and ssh:
+    one rank on each, and the hosts are exactly the MPIJob's worker pods (not the launcher)."""
+    spec = JobSpec(script="mpirun --allow-run-as-root -np 2 --map-by node pytest-stacks-rank\n",
+                   backend_options=MPI)
+    [handle] = _done(backend, stack, [spec])
+    [status] = backend.status([handle])
+    [result] = backend.fetch_outputs([handle], tmp_path)
+    text = "\n".join(p.read_text() for p in result.files.values())
+    assert status.state is JobState.COMPLETED and status.exit_code == 0, f"{status}\n{text}"
+    ranks = dict(re.findall(r"rank=(\d+) size=2 host=(\S+)", text))
+    workers = sorted(i.name for i in backend.identities([handle]) if i.role == ROLE_WORKER)
+    launchers = [i.name for i in backend.identities([handle]) if i.role == ROLE_LAUNCHER_POD]
+    assert sorted(ranks) == ["0", "1"], text
+    assert sorted(ranks.values()) == workers, (ranks, workers)
+    assert not set(ranks.values()) & set(launchers)

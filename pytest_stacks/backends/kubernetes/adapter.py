@@ -1,5 +1,7 @@
 """How the Kubernetes driver is used in a stack: the control-plane container
-(``stacks/k8s-controlplane``), a kind cluster, or the in-process fake.
+(``stacks/k8s-controlplane``, kwok nodes), the control plane with a real kubelet node
+(``stacks/k8s-node``, configuration ``controlplane-kubelet``), a kind cluster, or the
+in-process fake.
 
 The control plane's pinned programs are built on the host from their Go modules (cached by
 version, see :mod:`pytest_stacks.gobuild`) and mounted into the container. Readiness is the
@@ -8,6 +10,8 @@ the kwok node Ready. Per run, the container's admin kubeconfig (a fresh PKI at e
 is copied to a private folder of the run directory, never printed. The versions the stack
 reports are observed: ``/version`` of the apiserver (checked against the pin here) and the
 operator binary's own ``--version`` (checked against the stack's version by the lifecycle).
+On a real node the kubelet's version (the Node's ``nodeInfo``) must be the Kubernetes pin and
+CoreDNS's ``-version`` its pin; containerd's version is recorded as observed.
 """
 
 from __future__ import annotations
@@ -20,6 +24,8 @@ from pathlib import Path
 from pytest_stacks.backends.kubernetes.api import KubeApi
 from pytest_stacks.backends.kubernetes.cleanup import reap
 from pytest_stacks.backends.kubernetes.driver import KubernetesClient
+from pytest_stacks.backends.kubernetes.node_images import ensure_node_images
+from pytest_stacks.backends.kubernetes.objects import Runtime
 from pytest_stacks.contract import JobClient
 from pytest_stacks.errors import InfrastructureError, StacksError
 from pytest_stacks.gobuild import GoModuleBuild, ensure_built
@@ -32,6 +38,9 @@ STATE = "/var/lib/k8s"
 LOGS = "/var/log/k8s"
 READY = "/opt/pytest-stacks/ready.sh"
 OPERATOR = "/opt/k8s/operator/bin/mpi-operator"
+NODE_CONFIGURATION = "controlplane-kubelet"
+NODE_NAME = "pytest-stacks-node"
+COREDNS = "/opt/k8s/coredns/bin/coredns"
 KWOK_STAGES = {
     "node-initialize.yaml": "kustomize/stage/node/fast/node-initialize.yaml",
     "node-heartbeat-with-lease.yaml":
@@ -55,25 +64,28 @@ def _stamps(package: str, version: str) -> tuple[str, ...]:
             f"-X {package}.gitMinor={minor}", f"-X {package}.gitTreeState=clean")
 
 
+def runs_pods(stack: Stack) -> bool:
+    """Whether the stack has a real node (``stacks/k8s-node``: a kubelet with containerd) on
+    which pods execute, rather than kwok's simulated nodes."""
+    return stack.configuration == NODE_CONFIGURATION
+
+
 def control_plane_builds(stack: Stack) -> dict[str, GoModuleBuild]:
-    """The four go.mod builds of a control-plane stack, from its pins."""
+    """The go.mod builds of a control-plane stack, from its pins: the control plane and the
+    operator, then kwok (simulated nodes) or the node's kubelet, kube-proxy and CoreDNS."""
     k8s, etcd = _pin(stack, "K8S_VERSION"), _pin(stack, "ETCD_VERSION")
-    kwok, operator = _pin(stack, "KWOK_VERSION"), _pin(stack, "MPI_OPERATOR_VERSION")
+    operator = _pin(stack, "MPI_OPERATOR_VERSION")
     kube = "k8s.io/kubernetes/cmd/"
-    return {
+    ldflags = ("-s", "-w", *_stamps("k8s.io/component-base/version", k8s),
+               *_stamps("k8s.io/client-go/pkg/version", k8s))
+    builds = {
         "kubernetes": GoModuleBuild(
             f"kubernetes-{k8s}", {"k8s.io/kubernetes": k8s},
             {name: kube + name for name in ("kube-apiserver", "kube-controller-manager",
                                             "kube-scheduler", "kubectl")},
-            ("-s", "-w", *_stamps("k8s.io/component-base/version", k8s),
-             *_stamps("k8s.io/client-go/pkg/version", k8s)),
-            stage_replacements_of="k8s.io/kubernetes"),
+            ldflags, stage_replacements_of="k8s.io/kubernetes"),
         "etcd": GoModuleBuild(f"etcd-{etcd}", {"go.etcd.io/etcd/server/v3": etcd},
                               {"etcd": "go.etcd.io/etcd/server/v3"}, ("-s", "-w")),
-        "kwok": GoModuleBuild(
-            f"kwok-{kwok}", {"sigs.k8s.io/kwok": kwok}, {"kwok": "sigs.k8s.io/kwok/cmd/kwok"},
-            ("-s", "-w"), files={out: f"sigs.k8s.io/kwok:{inside}"
-                                 for out, inside in KWOK_STAGES.items()}),
         "operator": GoModuleBuild(
             f"mpi-operator-{operator}", {"github.com/kubeflow/mpi-operator": operator},
             {"mpi-operator": "github.com/kubeflow/mpi-operator/cmd/mpi-operator"},
@@ -81,6 +93,23 @@ def control_plane_builds(stack: Stack) -> dict[str, GoModuleBuild]:
             files={"mpi-operator.yaml":
                    "github.com/kubeflow/mpi-operator:deploy/v2beta1/mpi-operator.yaml"}),
     }
+    if runs_pods(stack):
+        coredns = _pin(stack, "COREDNS_VERSION")
+        # Its own build (same module, same stamps): the kwok stack's programs keep their key.
+        builds["node"] = GoModuleBuild(
+            f"kubernetes-node-{k8s}", {"k8s.io/kubernetes": k8s},
+            {name: kube + name for name in ("kubelet", "kube-proxy")},
+            ldflags, stage_replacements_of="k8s.io/kubernetes")
+        builds["coredns"] = GoModuleBuild(
+            f"coredns-{coredns}", {"github.com/coredns/coredns": coredns},
+            {"coredns": "github.com/coredns/coredns"}, ("-s", "-w"))
+    else:
+        kwok = _pin(stack, "KWOK_VERSION")
+        builds["kwok"] = GoModuleBuild(
+            f"kwok-{kwok}", {"sigs.k8s.io/kwok": kwok}, {"kwok": "sigs.k8s.io/kwok/cmd/kwok"},
+            ("-s", "-w"), files={out: f"sigs.k8s.io/kwok:{inside}"
+                                 for out, inside in KWOK_STAGES.items()})
+    return builds
 
 
 def write_private(path: Path, text: str) -> None:
@@ -109,6 +138,18 @@ def run_namespace(run_id: str) -> str:
     return f"pst-{slug}"[:63].rstrip("-")
 
 
+def runtime_of(options: Mapping[str, object]) -> Runtime:
+    """How the stack's pods meet their node, from its options: ``execution`` (``simulated``,
+    the default: kwok or the double; ``real``: a kubelet runs them), ``image_pull_policy``
+    and ``cpu_request`` (real nodes: images without a registry, a node with few cores)."""
+    execution = str(options.get("execution", "simulated"))
+    if execution not in ("simulated", "real"):
+        raise StacksError(f"option execution={execution!r}: expected 'simulated' or 'real'")
+    return Runtime(real=execution == "real",
+                   pull_policy=str(options.get("image_pull_policy", "")),
+                   cpu_request=str(options.get("cpu_request", "")))
+
+
 def _client(stack: Stack, api: KubeApi, run_dir: Path, operator_version: str) -> KubernetesClient:
     options = stack.options
     return KubernetesClient(
@@ -116,7 +157,7 @@ def _client(stack: Stack, api: KubeApi, run_dir: Path, operator_version: str) ->
         image=str(options.get("image", "pytest-stacks/mpi-worker:openmpi")),
         shape=str(options.get("job_shape", "pod")), workers=int(options.get("workers", 2)),
         operator_version=operator_version,
-        invalid_after=float(options.get("invalid_after", 30)))
+        invalid_after=float(options.get("invalid_after", 30)), runtime=runtime_of(options))
 
 
 def reap_dead_runs(client: KubernetesClient, run_dir: Path) -> list[str]:
@@ -137,9 +178,14 @@ def reap_dead_runs(client: KubernetesClient, run_dir: Path) -> list[str]:
 
 class ControlPlaneAdapter:
     def host_environment(self, stack: Stack, timeout: float) -> dict[str, str]:
-        """Build (once per version) and hand the compose file each program folder."""
-        return {f"K8S_{name.upper()}_DIR": str(ensure_built(build, timeout=timeout))
-                for name, build in control_plane_builds(stack).items()}
+        """Build (once per version) and hand the compose file each program folder; a real
+        node also gets the folder of its image tars and the pause image's name."""
+        env = {f"K8S_{name.upper()}_DIR": str(ensure_built(build, timeout=timeout))
+               for name, build in control_plane_builds(stack).items()}
+        if runs_pods(stack):
+            node_images = ensure_node_images(stack, timeout=timeout)
+            env.update(K8S_IMAGES_DIR=str(node_images.folder), K8S_PAUSE_IMAGE=node_images.pause)
+        return env
 
     def wait_ready(self, transport: Transport, timeout: float) -> None:
         def ask() -> tuple[bool, str]:
@@ -162,9 +208,36 @@ class ControlPlaneAdapter:
             "server: https://127.0.0.1:6443", f"server: https://127.0.0.1:{ports[API_PORT]}")
         kubeconfig = run_dir / "tokens" / stack.name / "kubeconfig"
         write_private(kubeconfig, text)
-        return {"kubeconfig": str(kubeconfig),
-                "operator_version": self._operator_version(stack, transport),
-                "kubernetes_version": self._kubernetes_version(stack, kubeconfig, run_dir)}
+        endpoints = {"kubeconfig": str(kubeconfig),
+                     "operator_version": self._operator_version(stack, transport),
+                     "kubernetes_version": self._kubernetes_version(stack, kubeconfig, run_dir)}
+        if runs_pods(stack):
+            endpoints.update(self._node_versions(stack, transport, kubeconfig, run_dir))
+        return endpoints
+
+    def _node_versions(self, stack: Stack, transport: Transport, kubeconfig: Path,
+                       run_dir: Path) -> dict[str, str]:
+        """The real node's programs as they report themselves: the kubelet (the Node's
+        nodeInfo) and CoreDNS must be their pins; containerd is recorded as observed."""
+        client = make_client(stack, kubeconfig, run_dir, "")
+        try:
+            node = client.api.get("Node", None, NODE_NAME)
+        finally:
+            client.close()
+        info = ((node or {}).get("status") or {}).get("nodeInfo") or {}
+        kubelet = str(info.get("kubeletVersion", "")).lstrip("v")
+        pinned = _pin(stack, "K8S_VERSION").lstrip("v")
+        if kubelet != pinned:
+            raise InfrastructureError(stack.name, f"node {NODE_NAME}'s kubelet reports "
+                                      f"{kubelet!r} but the manifest pins {pinned!r}")
+        said = transport.run([COREDNS, "-version"], user="root", timeout=30)
+        found = re.search(r"CoreDNS-(\d+\.\d+\.\d+)", said.stdout + said.stderr)
+        coredns = found.group(1) if found else ""
+        if coredns != _pin(stack, "COREDNS_VERSION").lstrip("v"):
+            raise InfrastructureError(stack.name, f"CoreDNS reports {coredns or 'nothing'!r} "
+                                      f"but the manifest pins {_pin(stack, 'COREDNS_VERSION')!r}")
+        return {"kubelet_version": kubelet, "coredns_version": coredns,
+                "container_runtime": str(info.get("containerRuntimeVersion", ""))}
 
     def _operator_version(self, stack: Stack, transport: Transport) -> str:
         result = transport.run([OPERATOR, "--version"], user="root", timeout=30)

@@ -7,8 +7,10 @@ run and never reused; the kind and ``metadata.uid`` are recorded at creation, so
 object recreated behind the driver's back is never taken for the job.
 
 On a kwok-based stack pods do not execute: what a job ends with is what its annotations say
-(see :mod:`.objects`). An MPIJob the operator finds invalid gets a Warning event and no
-condition at all; the driver fails it after ``invalid_after`` seconds instead of waiting forever.
+(see :mod:`.objects`). With a real node (``runtime.real``) the script runs in the pod and the
+container's exit code and logs are the outcome. An MPIJob the operator finds invalid gets a
+Warning event and no condition at all; the driver fails it after ``invalid_after`` seconds
+instead of waiting forever.
 """
 
 from __future__ import annotations
@@ -71,8 +73,10 @@ class _Record:
 class KubernetesClient:
     def __init__(self, api: KubeApi, stack: str, *, namespace: str, run_id: str, image: str,
                  shape: str = "pod", workers: int = 2, operator_version: str = "",
-                 invalid_after: float = 30.0) -> None:
+                 invalid_after: float = 30.0, runtime: objects.Runtime = objects.SIMULATED
+                 ) -> None:
         self._api = api
+        self.runtime = runtime
         self._stack = stack
         self.namespace = namespace
         self.run_id = run_id
@@ -123,10 +127,11 @@ class KubernetesClient:
 
     def _manifest(self, spec: JobSpec) -> Obj:
         opts = objects.options_of(spec, shape=self._shape, workers=self._workers,
-                                  image=self._image)
+                                  image=self._image, runtime=self.runtime)
         if spec.inputs or spec.outputs:
-            raise ValueError("input and output files are not supported: pods do not execute "
-                             "on this stack (use backend options message/exit_code)")
+            raise ValueError("input and output files are not supported: " + (
+                "a job's results are its exit code and its logs" if self.runtime.real else
+                "pods do not execute on this stack (use backend options message/exit_code)"))
         build = objects.pod if opts.shape == "pod" else objects.mpijob
         return build(spec, opts, name=self._next_name(), namespace=self.namespace,
                      run_id=self.run_id)

@@ -12,6 +12,9 @@ and pure readers of the state the API server stores in them.
   kwok Stage (real stack) or the double's pod lifecycle. Without ``keep_running`` the pod (the
   launcher, for an MPIJob) finishes shortly after it runs: Succeeded with exit 0, or Failed
   with the annotated non-zero exit code and message. With it, it stays Running until deleted.
+  Where a kubelet runs the pods (:class:`Runtime` ``real``) these three are ignored: the
+  script runs in the image's shell and the container's own exit code and logs are the outcome;
+  an MPIJob's workers serve sshd and its launcher runs the script (``mpirun ...``).
 - ``launcher_replicas`` (int, default 1): only to build an MPIJob the operator refuses, for
   tests of the harness's handling of invalid jobs.
 - ``ttl_seconds`` (int): the MPIJob's ``runPolicy.ttlSecondsAfterFinished``.
@@ -38,6 +41,29 @@ from pytest_stacks.backends.kubernetes.api import (
 from pytest_stacks.contract import JobSpec
 
 SHAPES = ("pod", "mpijob")
+PULL_POLICIES = ("", "Always", "IfNotPresent", "Never")
+SSHD = ["/usr/sbin/sshd", "-De"]
+MPI_HOSTFILE = "/etc/mpi/hostfile"  # where the operator mounts its <job>-config hostfile
+REAL_GRACE_SECONDS = 3  # `sh -c` as PID 1 ignores SIGTERM: a killed job goes in seconds
+
+
+@dataclass(frozen=True)
+class Runtime:
+    """How pods meet their node, per stack.
+
+    ``real=False`` (kwok, the double): pods are pinned to the simulated nodes and end as their
+    annotations say. ``real=True`` (a kubelet): nothing is simulated; ``pull_policy`` is every
+    container's imagePullPolicy ("" leaves the API's default; ``Never`` where the images were
+    imported and no registry exists) and ``cpu_request``, if set, replaces every container's
+    CPU request (a one-node cluster of 2 cores cannot place an MPIJob's 3 pods at 1 CPU each).
+    """
+
+    real: bool = False
+    pull_policy: str = ""
+    cpu_request: str = ""
+
+
+SIMULATED = Runtime()
 
 
 @dataclass(frozen=True)
@@ -50,9 +76,11 @@ class JobOptions:
     keep_running: bool = False
     launcher_replicas: int = 1
     ttl_seconds: int | None = None
+    runtime: Runtime = SIMULATED
 
 
-def options_of(spec: JobSpec, *, shape: str, workers: int, image: str) -> JobOptions:
+def options_of(spec: JobSpec, *, shape: str, workers: int, image: str,
+               runtime: Runtime = SIMULATED) -> JobOptions:
     """The spec's backend options over the client's defaults; ValueError names a bad one."""
     raw: Mapping[str, Any] = spec.backend_options or {}
     opts = JobOptions(
@@ -64,7 +92,11 @@ def options_of(spec: JobSpec, *, shape: str, workers: int, image: str) -> JobOpt
         keep_running=_bool(raw, "keep_running"),
         launcher_replicas=_int(raw, "launcher_replicas", 1),
         ttl_seconds=_int(raw, "ttl_seconds", -1) if "ttl_seconds" in raw else None,
+        runtime=runtime,
     )
+    if runtime.pull_policy not in PULL_POLICIES:
+        raise ValueError(f"image pull policy {runtime.pull_policy!r}: expected one of "
+                         f"{PULL_POLICIES[1:]}")
     if opts.shape not in SHAPES:
         raise ValueError(f"backend option shape={opts.shape!r}: expected one of {SHAPES}")
     if opts.workers < 0:
@@ -96,6 +128,9 @@ def namespace(name: str, run_id: str) -> Obj:
 
 
 def outcome_annotations(opts: JobOptions) -> dict[str, str]:
+    """What a simulated pod ends with; nothing where a kubelet really runs it."""
+    if opts.runtime.real:
+        return {}
     return {ANNOTATION_EXIT_CODE: str(opts.exit_code), ANNOTATION_MESSAGE: opts.message,
             ANNOTATION_RUNNING: "true" if opts.keep_running else "false"}
 
@@ -104,30 +139,45 @@ def _labels(run_id: str, job: str) -> dict[str, str]:
     return {LABEL_RUN: run_id, LABEL_JOB: job}
 
 
-def _container(spec: JobSpec, opts: JobOptions) -> Obj:
+def _container(spec: JobSpec, opts: JobOptions, env: Mapping[str, str] | None = None) -> Obj:
+    runtime = opts.runtime
     container: Obj = {
         "name": "job",
         "image": opts.image,
         "command": ["/bin/sh", "-c", spec.body],
-        "env": [{"name": k, "value": v} for k, v in spec.env.items()],
-        "resources": {"requests": {"cpu": str(spec.cpus)}},
+        "env": [{"name": k, "value": v} for k, v in {**(env or {}), **spec.env}.items()],
+        "resources": {"requests": {"cpu": runtime.cpu_request or str(spec.cpus)}},
         "terminationMessagePolicy": "FallbackToLogsOnError",
     }
+    if runtime.pull_policy:
+        container["imagePullPolicy"] = runtime.pull_policy
     if spec.args:
         container["args"] = [spec.name, *spec.args]  # sh -c SCRIPT $0 $1 ...
     return container
 
 
-def _pod_spec(spec: JobSpec, opts: JobOptions, *, restart: bool = True) -> Obj:
-    pod_spec: Obj = {
-        "containers": [_container(spec, opts)],
-        "nodeSelector": dict(KWOK_NODE_SELECTOR),
-        "tolerations": [dict(KWOK_TOLERATION)],
-    }
+def _pod_spec(spec: JobSpec, opts: JobOptions, *, restart: bool = True,
+              env: Mapping[str, str] | None = None) -> Obj:
+    pod_spec: Obj = {"containers": [_container(spec, opts, env)]}
+    if opts.runtime.real:
+        pod_spec["terminationGracePeriodSeconds"] = REAL_GRACE_SECONDS
+    else:
+        pod_spec.update(nodeSelector=dict(KWOK_NODE_SELECTOR), tolerations=[dict(KWOK_TOLERATION)])
     if restart:  # an MPIJob sets restartPolicy on the replica spec, not in the template
         pod_spec["restartPolicy"] = "Never"
         pod_spec["activeDeadlineSeconds"] = spec.walltime_s
     return pod_spec
+
+
+def _sshd_worker(template: Obj) -> Obj:
+    """A real MPI worker: the image's sshd in the foreground, Ready once it accepts
+    connections (the launcher waits for that: launcherCreationPolicy WaitForWorkersReady)."""
+    worker = copy.deepcopy(template)
+    [container] = worker["containers"]
+    container["command"] = list(SSHD)
+    container.pop("args", None)
+    container["readinessProbe"] = {"tcpSocket": {"port": 22}, "periodSeconds": 1}
+    return worker
 
 
 def pod(spec: JobSpec, opts: JobOptions, *, name: str, namespace: str, run_id: str) -> Obj:
@@ -147,26 +197,35 @@ def _replica(replicas: int, template_spec: Obj, labels: Mapping[str, str],
 
 
 def mpijob(spec: JobSpec, opts: JobOptions, *, name: str, namespace: str, run_id: str) -> Obj:
-    """One MPIJob: a Launcher that ends as annotated, Workers that stay up (like sshd) until
-    the MPIJob is deleted (cleanPodPolicy None keeps them after the launcher finishes)."""
+    """One MPIJob: a Launcher that ends as annotated (simulated) or runs the script (real),
+    Workers that stay up (simulated; really sshd) until the MPIJob is deleted (cleanPodPolicy
+    None keeps them after the launcher finishes)."""
     labels = _labels(run_id, name)
-    template = _pod_spec(spec, opts, restart=False)
-    workers = {ANNOTATION_RUNNING: "true"}
+    real = opts.runtime.real
+    # Open MPI 5 (PRRTE) ignores the operator's OMPI_MCA_orte_default_hostfile: name the
+    # operator's hostfile the way PRRTE reads it, so a plain `mpirun` uses the workers.
+    launcher_env = {"PRTE_MCA_prte_default_hostfile": MPI_HOSTFILE} if real else {}
+    template = _pod_spec(spec, opts, restart=False, env=launcher_env)
+    worker_template = _sshd_worker(_pod_spec(spec, opts, restart=False)) if real else template
+    workers = {} if real else {ANNOTATION_RUNNING: "true"}
+    job_spec: Obj = {
+        "slotsPerWorker": 1,
+        "runPolicy": {"cleanPodPolicy": "None", "backoffLimit": 0,
+                      "activeDeadlineSeconds": spec.walltime_s,
+                      **({"ttlSecondsAfterFinished": opts.ttl_seconds}
+                         if opts.ttl_seconds is not None else {})},
+        "mpiReplicaSpecs": {
+            "Launcher": _replica(opts.launcher_replicas, template, labels,
+                                 outcome_annotations(opts)),
+            "Worker": _replica(opts.workers, worker_template, labels, workers),
+        },
+    }
+    if real:
+        job_spec.update(launcherCreationPolicy="WaitForWorkersReady", mpiImplementation="OpenMPI")
     return {
         "apiVersion": RESOURCES["MPIJob"].api_version, "kind": "MPIJob",
         "metadata": {"name": name, "namespace": namespace, "labels": labels},
-        "spec": {
-            "slotsPerWorker": 1,
-            "runPolicy": {"cleanPodPolicy": "None", "backoffLimit": 0,
-                          "activeDeadlineSeconds": spec.walltime_s,
-                          **({"ttlSecondsAfterFinished": opts.ttl_seconds}
-                             if opts.ttl_seconds is not None else {})},
-            "mpiReplicaSpecs": {
-                "Launcher": _replica(opts.launcher_replicas, template, labels,
-                                     outcome_annotations(opts)),
-                "Worker": _replica(opts.workers, template, labels, workers),
-            },
-        },
+        "spec": job_spec,
     }
 
 

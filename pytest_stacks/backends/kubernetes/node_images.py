@@ -1,0 +1,119 @@
+"""The images a real node (``stacks/k8s-node``) runs, without a registry.
+
+Two images, built here and handed to the node as ``docker save`` tars that its entrypoint
+imports into the node's own containerd (pods then use them with ``imagePullPolicy: Never``):
+
+- the pod sandbox's **pause** image: our own few-line Go program (``<stack>/pause``), built
+  with the local toolchain, in an image ``FROM scratch``;
+- the **MPI worker** image (``stacks/mpi-worker``: OpenMPI, sshd and ``pytest-stacks-rank``
+  from the pinned Debian base), under the stack's ``options.image`` reference.
+
+The tars are cached by the content of everything that makes them (the worker folder, its build
+arguments, the base image's id, the pause program's build), so a later bring-up only mounts
+them; a changed input builds a new pair under a new name.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from filelock import FileLock
+
+from pytest_stacks import dockerutil, gobuild
+from pytest_stacks.errors import StacksError
+from pytest_stacks.manifest import Stack
+
+WORKER_FOLDER = "mpi-worker"  # a sibling of the stack's compose folder
+PAUSE_FOLDER = "pause"  # inside the stack's compose folder
+PAUSE_NAME = "pytest-stacks/pause"
+WORKER_BUILD_ARGS = ("OPENMPI_VERSION",)
+COMPLETE = ".complete"
+RECIPE = "2"  # how the tars are made here: a change rebuilds them
+PAUSE_DOCKERFILE = ('FROM scratch\nCOPY pause /pause\nUSER 65535:65535\n'
+                    'ENTRYPOINT ["/pause"]\n')
+
+
+@dataclass(frozen=True)
+class NodeImages:
+    folder: Path  # holds pause.tar and mpi-worker.tar
+    pause: str  # references as given to `docker build -t` (containerd adds docker.io/)
+    worker: str
+
+
+def folder_digest(folder: Path) -> str:
+    digest = hashlib.sha256()
+    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+        digest.update(str(path.relative_to(folder)).encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+def images_key(worker_folder_digest: str, build_args: Mapping[str, str], base_id: str,
+               pause: str, worker: str) -> str:
+    """The cache key of one pair of tars: every input that changes what they hold."""
+    text = "\0".join([worker_folder_digest, *(f"{k}={v}" for k, v in sorted(build_args.items())),
+                      base_id, pause, worker, PAUSE_DOCKERFILE, RECIPE])
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def base_reference(stack: Stack) -> str:
+    """The base image the provider made available (pinned from a registry, or seeded)."""
+    if stack.base_image is None:
+        raise StacksError(f"stack {stack.name}: no base_image to build the MPI worker image on")
+    for reference in (stack.base_image.registry_reference, stack.base_image.seeded_reference):
+        if dockerutil.image_exists(reference):
+            return reference
+    raise StacksError(f"stack {stack.name}: base image {stack.base_image.registry_reference} "
+                      f"is not available (nor its seed {stack.base_image.seeded_reference})")
+
+
+def ensure_node_images(stack: Stack, *, timeout: float) -> NodeImages:
+    """Both tars, built and saved on first use of their inputs."""
+    assert stack.compose is not None
+    worker = str(stack.options.get("image") or "")
+    if not worker:
+        raise StacksError(f"stack {stack.name}: options.image names no worker image")
+    worker_folder = stack.compose.directory.parent / WORKER_FOLDER
+    if not (worker_folder / "Dockerfile").is_file():
+        raise StacksError(f"stack {stack.name}: no worker image folder at {worker_folder}")
+    pause_build = gobuild.ensure_local_built("pause", stack.compose.directory / PAUSE_FOLDER,
+                                             timeout=timeout)
+    pause = f"{PAUSE_NAME}:{pause_build.name.rsplit('-', 1)[-1]}"
+    base = base_reference(stack)
+    args = {k: v for k, v in stack.compose.build_args.items() if k in WORKER_BUILD_ARGS}
+    key = images_key(folder_digest(worker_folder), args, dockerutil.image_id(base), pause,
+                     worker)
+    target = gobuild.cache_root().parent / "images" / f"k8s-node-{key}"
+    if (target / COMPLETE).exists():
+        return NodeImages(target, pause, worker)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(target) + ".lock"):  # two sessions: one builds, the other waits
+        if not (target / COMPLETE).exists():
+            shutil.rmtree(target, ignore_errors=True)
+            target.mkdir()
+            with tempfile.TemporaryDirectory(prefix="pytest-stacks-pause-") as context:
+                shutil.copyfile(pause_build / "bin" / "pause", Path(context) / "pause")
+                (Path(context) / "pause").chmod(0o755)
+                (Path(context) / "Dockerfile").write_text(PAUSE_DOCKERFILE)
+                _docker(["build", "-q", "-t", pause, context], timeout)
+            _docker(["build", "-q", "-t", worker, f"--build-arg=BASE_IMAGE={base}",
+                     *(f"--build-arg={k}={v}" for k, v in args.items()), str(worker_folder)],
+                    timeout)
+            for name, reference in (("pause", pause), ("mpi-worker", worker)):
+                partial = target / f"{name}.tar.partial"
+                _docker(["save", "-o", str(partial), reference], timeout)
+                partial.rename(target / f"{name}.tar")
+            (target / COMPLETE).write_text(f"{pause}\n{worker}\n")
+    return NodeImages(target, pause, worker)
+
+
+def _docker(args: list[str], timeout: float) -> None:
+    done = dockerutil.run_cli(args, timeout=timeout)
+    if done.returncode != 0:
+        tail = "\n".join((done.stderr or done.stdout).strip().splitlines()[-15:])
+        raise StacksError(f"`docker {' '.join(args[:3])} ...` failed (exit {done.returncode}):"
+                          f"\n{tail}")

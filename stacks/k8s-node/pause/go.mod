@@ -1,0 +1,3 @@
+module pytest-stacks.invalid/pause
+
+go 1.24
