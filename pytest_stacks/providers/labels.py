@@ -28,7 +28,10 @@ def process_start_time(pid: int) -> str:
             text = handle.read()
     except OSError:
         return ""
-    return text.rsplit(")", 1)[1].split()[19]
+    fields = text.rsplit(")", 1)[1].split()
+    if fields[0] in ("Z", "X"):
+        return ""  # exited, only not yet waited for by its parent: as dead as it gets
+    return fields[19]
 
 
 def owner_alive(pid: int, start: str) -> bool:

@@ -69,3 +69,4 @@ def test_polling_loops_stop_on_cancel() -> None:
     with pytest.raises(cancellation.Cancelled):
         poll_until(lambda: False, bool, timeout=60, interval=5)
     assert time.monotonic() - started < 3
+
