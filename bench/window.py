@@ -41,6 +41,8 @@ def main() -> None:
     parser.add_argument("stacks", nargs="*", default=DEFAULT)
     parser.add_argument("-n", "--workers", type=int, default=4,
                         help="xdist workers for the window run (default 4)")
+    parser.add_argument("--no-sequential", action="store_true",
+                        help="skip the one-process, one-stack-at-a-time run")
     args = parser.parse_args()
     selection = [f"--stack={s}" for s in args.stacks]
     timed([*selection, "--co"])  # warm imports; builds nothing (collect-only starts nothing)
@@ -56,6 +58,8 @@ def main() -> None:
         print(f"whole window in one run (-n {args.workers} {' '.join(how)}): {window:.1f} s; "
               f"ratio to the sum {ratio:.2f} (target <= 0.5: "
               f"{'met' if ratio <= 0.5 else 'NOT met'})", flush=True)
+    if args.no_sequential:
+        return
     sequential = timed([*selection, "--stack-parallel", "1"])
     print(f"whole window in one process, stacks one after another (--stack-parallel 1, no "
           f"xdist): {sequential:.1f} s; ratio {sequential / total:.2f}", flush=True)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import threading
 from collections.abc import Mapping, Sequence
-from functools import cache
 from typing import Any
 
 from pytest_stacks import cancellation
@@ -20,9 +20,19 @@ ENGINE_FIX = ("start one: on Debian as root run `pytest-stacks doctor --fix` (in
               "and starts dockerd), or start Docker Desktop / `systemctl start docker`")
 
 
-@cache
+_PER_THREAD = threading.local()
+
+
 def client() -> Any:
-    """A docker SDK client, or EngineUnavailable with the fix."""
+    """This thread's docker SDK client, or EngineUnavailable with the fix.
+
+    One per thread: stacks come up in background threads at once, and the SDK's exec with
+    demultiplexed output reads a hijacked socket that two threads sharing one client can
+    interleave ("34 is not a valid stream", seen here with four concurrent bring-ups).
+    """
+    api = getattr(_PER_THREAD, "client", None)
+    if api is not None:
+        return api
     try:
         import docker
 
@@ -30,6 +40,7 @@ def client() -> Any:
         api.ping()
     except Exception as exc:
         raise EngineUnavailable(f"no Docker engine is reachable ({exc}); {ENGINE_FIX}") from None
+    _PER_THREAD.client = api
     return api
 
 
