@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import tarfile
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -17,6 +18,12 @@ from docker.errors import NotFound
 
 from pytest_stacks.errors import BackendCallError
 from pytest_stacks.transports import CommandResult
+
+# One exec at a time per process. Stacks come up in threads at once, and concurrent execs with
+# demultiplexed output came back garbled here ("34 is not a valid stream", empty `squeue
+# --json`), even with one SDK client per thread; an exec takes milliseconds, so serialising
+# them costs nothing that shows while bring-ups still overlap everything else.
+_EXEC_ONE_AT_A_TIME = threading.Lock()
 
 
 class DockerExecTransport:
@@ -30,7 +37,8 @@ class DockerExecTransport:
         if timeout:
             command = ["timeout", "--kill-after=5", str(int(timeout)), *command]
         try:
-            result = self._container.exec_run(command, user=user or "", demux=True)
+            with _EXEC_ONE_AT_A_TIME:
+                result = self._container.exec_run(command, user=user or "", demux=True)
         except Exception as exc:  # docker.errors.APIError and connection errors alike
             raise BackendCallError(f"cannot run {argv[0]!r} in the stack: {exc}") from exc
         stdout, stderr = result.output if result.output else (b"", b"")
