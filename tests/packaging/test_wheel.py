@@ -96,7 +96,7 @@ def test_a_project_without_a_manifest_uses_the_catalogue(installed: Installed) -
     assert "site-packages/pytest_stacks/catalogue/manifest.yaml" in listed.stdout
     assert "slurm-24.11" in listed.stdout
     ran = installed.run("pytest", "--stack=fake-slurm", "--stack=fake-htcondor", "-q",
-                        "-p", "no:cacheprovider", cwd=project)
+                        "-p", "no:cacheprovider", "--stack-unproven=warn", cwd=project)
     assert ran.returncode == 0, ran.stdout[-3000:] + ran.stderr[-2000:]
     assert "2 passed" in ran.stdout
     assert "fake-slurm (slurm 24.11.5, fake): daemon 24.11.5" in ran.stdout
@@ -109,6 +109,7 @@ def test_an_extending_manifest_on_the_fake_lane(installed: Installed) -> None:
     assert "(catalogue, via extends: slurm-24.11)" in shown.stdout
     assert f"{project / 'manifest.yaml'}:" in shown.stdout
     ran = installed.run("pytest", "--stack=fake-slurm", "-q", "-p", "no:cacheprovider",
+                        "--stack-unproven=warn",
                         cwd=project)
     assert ran.returncode == 0, ran.stdout[-3000:] + ran.stderr[-2000:]
     assert "1 passed, 1 skipped" in ran.stdout  # the site-only test needs site.accounting
@@ -118,11 +119,13 @@ def test_an_extending_manifest_on_the_fake_lane(installed: Installed) -> None:
 def test_real_stacks_from_the_packaged_catalogue(installed: Installed) -> None:
     plain = _user_project(installed, "plain-real")
     ran = installed.run("pytest", "--stack=slurm-24.11", "-q", "-p", "no:cacheprovider",
+                        "--stack-unproven=warn",
                         cwd=plain)
     assert ran.returncode == 0, ran.stdout[-4000:] + ran.stderr[-2000:]
     assert "slurm-24.11 (slurm 24.11.5, compose): daemon 24.11.5" in ran.stdout
     example = _example(installed)
     ran = installed.run("pytest", "--stack=site-slurm", "-q", "-p", "no:cacheprovider",
+                        "--stack-unproven=warn",
                         cwd=example)
     assert ran.returncode == 0, ran.stdout[-4000:] + ran.stderr[-2000:]
     assert "2 passed" in ran.stdout
