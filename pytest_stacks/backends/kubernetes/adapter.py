@@ -21,6 +21,7 @@ import re
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
+from pytest_stacks.backends.kubernetes import builds as k8s_builds
 from pytest_stacks.backends.kubernetes.api import KubeApi
 from pytest_stacks.backends.kubernetes.cleanup import reap
 from pytest_stacks.backends.kubernetes.driver import KubernetesClient
@@ -58,12 +59,6 @@ def _pin(stack: Stack, arg: str) -> str:
     return value
 
 
-def _stamps(package: str, version: str) -> tuple[str, ...]:
-    major, minor = version.lstrip("v").split(".")[:2]
-    return (f"-X {package}.gitVersion={version}", f"-X {package}.gitMajor={major}",
-            f"-X {package}.gitMinor={minor}", f"-X {package}.gitTreeState=clean")
-
-
 def runs_pods(stack: Stack) -> bool:
     """Whether the stack has a real node (``stacks/k8s-node``: a kubelet with containerd) on
     which pods execute, rather than kwok's simulated nodes."""
@@ -75,34 +70,12 @@ def control_plane_builds(stack: Stack) -> dict[str, GoModuleBuild]:
     operator, then kwok (simulated nodes) or the node's kubelet, kube-proxy and CoreDNS."""
     k8s, etcd = _pin(stack, "K8S_VERSION"), _pin(stack, "ETCD_VERSION")
     operator = _pin(stack, "MPI_OPERATOR_VERSION")
-    kube = "k8s.io/kubernetes/cmd/"
-    ldflags = ("-s", "-w", *_stamps("k8s.io/component-base/version", k8s),
-               *_stamps("k8s.io/client-go/pkg/version", k8s))
-    builds = {
-        "kubernetes": GoModuleBuild(
-            f"kubernetes-{k8s}", {"k8s.io/kubernetes": k8s},
-            {name: kube + name for name in ("kube-apiserver", "kube-controller-manager",
-                                            "kube-scheduler", "kubectl")},
-            ldflags, stage_replacements_of="k8s.io/kubernetes"),
-        "etcd": GoModuleBuild(f"etcd-{etcd}", {"go.etcd.io/etcd/server/v3": etcd},
-                              {"etcd": "go.etcd.io/etcd/server/v3"}, ("-s", "-w")),
-        "operator": GoModuleBuild(
-            f"mpi-operator-{operator}", {"github.com/kubeflow/mpi-operator": operator},
-            {"mpi-operator": "github.com/kubeflow/mpi-operator/cmd/mpi-operator"},
-            ("-s", "-w", f"-X github.com/kubeflow/mpi-operator/pkg/version.Version={operator}"),
-            files={"mpi-operator.yaml":
-                   "github.com/kubeflow/mpi-operator:deploy/v2beta1/mpi-operator.yaml"}),
-    }
+    builds = {"kubernetes": k8s_builds.control_plane(k8s), "etcd": k8s_builds.etcd(etcd),
+              "operator": k8s_builds.mpi_operator(operator)}
     if runs_pods(stack):
-        coredns = _pin(stack, "COREDNS_VERSION")
         # Its own build (same module, same stamps): the kwok stack's programs keep their key.
-        builds["node"] = GoModuleBuild(
-            f"kubernetes-node-{k8s}", {"k8s.io/kubernetes": k8s},
-            {name: kube + name for name in ("kubelet", "kube-proxy")},
-            ldflags, stage_replacements_of="k8s.io/kubernetes")
-        builds["coredns"] = GoModuleBuild(
-            f"coredns-{coredns}", {"github.com/coredns/coredns": coredns},
-            {"coredns": "github.com/coredns/coredns"}, ("-s", "-w"))
+        builds["node"] = k8s_builds.node(k8s)
+        builds["coredns"] = k8s_builds.coredns(_pin(stack, "COREDNS_VERSION"))
     else:
         kwok = _pin(stack, "KWOK_VERSION")
         builds["kwok"] = GoModuleBuild(

@@ -1,0 +1,96 @@
+"""The ``docker`` that kind runs on hosts whose engine refuses ``--privileged``.
+
+kind starts every node with ``docker run --privileged`` and runs every command in it with
+``docker exec --privileged``. Some engines cannot grant that: in a sandbox whose capability
+bounding set lacks CAP_SYS_RESOURCE, Docker's privileged mode (every capability there is)
+fails with "unable to apply caps". kind itself has no switch for this, so the provider puts
+this program first on kind's ``PATH`` as ``docker``: it passes every call through to the real
+CLI unchanged, except that
+
+- ``run --privileged`` becomes every capability the engine can grant (all but
+  CAP_SYS_RESOURCE), no seccomp or AppArmor confinement, a private cgroup namespace,
+  ``/dev/kmsg`` (the kubelet reads it) and every device in the node's device cgroup (a
+  privileged pod's runtime writes ``a *:* rwm`` into its own, which must be a subset): what a
+  kubelet node needs, proven in ``stacks/k8s-node``;
+- ``exec --privileged`` loses the flag: an exec gets the container's own capabilities.
+
+Only the arguments before the image (``run``) or container (``exec``) are looked at; the
+command run in the container is never rewritten. The real CLI is named by
+``PYTEST_STACKS_REAL_DOCKER``.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Sequence
+
+REAL_DOCKER = "PYTEST_STACKS_REAL_DOCKER"
+NODE_PRIVILEGES = ("--cap-add=ALL", "--cap-drop=SYS_RESOURCE",
+                   "--security-opt=seccomp=unconfined", "--security-opt=apparmor=unconfined",
+                   "--cgroupns=private", "--device=/dev/kmsg", "--device-cgroup-rule=a *:* rwm")
+# Options of `docker run` / `docker exec` that take a separate value: needed to find where the
+# options end (the image or container is the first argument that is neither).
+_RUN_VALUED = {"--name", "--hostname", "-h", "--label", "-l", "--security-opt", "--tmpfs",
+               "--volume", "-v", "-e", "--env", "--net", "--network", "--restart", "--publish",
+               "-p", "--cgroupns", "--device", "--userns", "--sysctl", "--entrypoint", "-w",
+               "--workdir", "-u", "--user", "--mount", "--cap-add", "--cap-drop", "--env-file",
+               "--memory", "-m", "--cpus", "--platform", "--ip", "--ip6", "--dns",
+               "--add-host", "--log-driver", "--log-opt", "--pid", "--ipc", "--uts",
+               "--stop-signal", "--shm-size", "--ulimit", "--init-path", "--volumes-from"}
+_EXEC_VALUED = {"-e", "--env", "-u", "--user", "-w", "--workdir", "--env-file",
+                "--detach-keys"}
+
+
+def _split(args: Sequence[str], valued: set[str]) -> int:
+    """Index of the first positional argument (image or container) in ``args``."""
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if arg == "--" or not arg.startswith("-"):
+            return i
+        if arg in valued:
+            i += 2
+            continue
+        i += 1
+    return i
+
+
+def rewrite(argv: Sequence[str]) -> list[str]:
+    """kind's docker arguments (without the program name) as this engine accepts them."""
+    args = list(argv)
+    if not args or args[0] not in ("run", "exec"):
+        return args
+    command, rest = args[0], args[1:]
+    end = _split(rest, _RUN_VALUED if command == "run" else _EXEC_VALUED)
+    options, positional = rest[:end], rest[end:]
+    if "--privileged" not in options:
+        return args
+    kept: list[str] = []
+    skip = False
+    for i, option in enumerate(options):
+        if skip:
+            skip = False
+        elif option == "--privileged":
+            continue
+        elif command == "run" and option == "--cgroupns":
+            skip = i + 1 < len(options)  # its value, given as the next argument
+        elif not (command == "run" and option.startswith("--cgroupns=")):
+            kept.append(option)
+    if command == "run":
+        kept.extend(NODE_PRIVILEGES)
+    options = kept
+    return [command, *options, *positional]
+
+
+def main() -> None:
+    real = os.environ.get(REAL_DOCKER)
+    if not real:
+        sys.stderr.write(f"pytest-stacks kind docker shim: {REAL_DOCKER} is not set\n")
+        sys.exit(125)
+    args = rewrite(sys.argv[1:])
+    os.execv(real, [real, *args])
+
+
+if __name__ == "__main__":
+    main()

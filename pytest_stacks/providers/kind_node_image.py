@@ -1,0 +1,229 @@
+"""A kind node image built here, for hosts without a registry (``kind.node_build``).
+
+kind's own node images (``kindest/node``) come from a registry. This builds the equivalent
+from what this machine has: Debian packages (systemd, containerd, runc, CNI plugins) in
+``stacks/kind-node``'s Dockerfile, and our Go builds of the pinned modules (kubeadm, kubelet,
+kubectl, crictl in the node; kube-apiserver, kube-controller-manager, kube-scheduler,
+kube-proxy, etcd, CoreDNS and the pause program as images imported into the node's
+containerd, where kubeadm finds them). kind then runs it unchanged: ``kind create cluster
+--image <this>`` with a cluster configuration that points kubeadm at these images
+(:func:`cluster_config`).
+
+How (kind's ``build node-image`` does the same): ``docker build`` the node's file system, then
+``docker run`` it once with containerd alone to import the images, and ``docker commit`` the
+result. The image is tagged by the hash of every input (module builds, the folder's files, the
+base image, this recipe), so a later run finds it and a changed input builds a new one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from filelock import FileLock
+
+from pytest_stacks import dockerutil, gobuild
+from pytest_stacks.backends.kubernetes import builds
+from pytest_stacks.backends.kubernetes.node_images import folder_digest
+from pytest_stacks.errors import StacksError
+
+REPOSITORY = "docker.io/pytest-stacks"  # kubeadm's imageRepository for the node's images
+NODE_IMAGE = "pytest-stacks/kind-node"
+PAUSE_SOURCE = Path("..") / "k8s-node" / "pause"  # our pause program, shared with k8s-node
+RECIPE = "1"  # how the image is made here: a change rebuilds it
+PINS = ("K8S_VERSION", "ETCD_VERSION", "COREDNS_VERSION", "CRI_TOOLS_VERSION")
+IMPORT_SCRIPT = """set -eu
+containerd --config /etc/containerd/config.toml > /tmp/containerd.log 2>&1 &
+for _ in $(seq 1 150); do ctr version > /dev/null 2>&1 && break; sleep 0.2; done
+ctr -n k8s.io images import --no-unpack /images.tar
+# Pinned: the kubelet's image garbage collection must never remove them (no registry to
+# fetch them back from).
+for ref in $(ctr -n k8s.io images ls -q); do
+    ctr -n k8s.io images label "$ref" io.cri-containerd.pinned=pinned > /dev/null
+done
+ctr -n k8s.io images ls -q
+kill %1
+wait
+rm -rf /tmp/* /run/containerd
+"""
+# Privileges of the import run: containerd needs mounts, not the node's cgroups.
+IMPORT_PRIVILEGES = ("--cap-add=ALL", "--cap-drop=SYS_RESOURCE",
+                     "--security-opt=seccomp=unconfined", "--security-opt=apparmor=unconfined")
+
+
+@dataclass(frozen=True)
+class KindNodeImage:
+    """A built node image and what kubeadm must be told about its images."""
+
+    reference: str
+    kubernetes: str
+    etcd: str
+    coredns: str
+
+    def cluster_config(self, nodes: int = 1) -> str:
+        return cluster_config(self, nodes)
+
+
+def pins(folder: Path, build_args: dict[str, str], where: str) -> dict[str, str]:
+    missing = [pin for pin in PINS if not build_args.get(pin)]
+    if missing:
+        raise StacksError(f"{where}: kind.node_build.build_args must pin {', '.join(missing)} "
+                          f"(the node image {folder.name} is built from them)")
+    return {pin: build_args[pin] for pin in PINS}
+
+
+def component_images(p: dict[str, str]) -> dict[str, str]:
+    """Image references by role, as kubeadm names them under :data:`REPOSITORY`."""
+    k8s = p["K8S_VERSION"]
+    return {
+        "kube-apiserver": f"{REPOSITORY}/kube-apiserver:{k8s}",
+        "kube-controller-manager": f"{REPOSITORY}/kube-controller-manager:{k8s}",
+        "kube-scheduler": f"{REPOSITORY}/kube-scheduler:{k8s}",
+        "kube-proxy": f"{REPOSITORY}/kube-proxy:{k8s}",
+        "etcd": f"{REPOSITORY}/etcd:{p['ETCD_VERSION']}",
+        "coredns": f"{REPOSITORY}/coredns:{p['COREDNS_VERSION']}",
+    }
+
+
+def cluster_config(image: KindNodeImage, nodes: int = 1) -> str:
+    """kind's cluster configuration for this node image: kubeadm takes every image from
+    :data:`REPOSITORY` at the pinned tags (already in the node), and the kubelet runs on the
+    cgroup v1 hosts this is for (``failCgroupV1: false``; kind sets nothing about it) without
+    CAP_SYS_RESOURCE (``oomScoreAdj: 0``)."""
+    if nodes != 1:
+        raise StacksError("the locally built kind node image supports one-node clusters only "
+                          "(its CNI gives every node the same address range)")
+    return f"""kind: Cluster
+apiVersion: kind.x-k8s.io/v1alpha4
+nodes:
+- role: control-plane
+kubeadmConfigPatches:
+- |
+  apiVersion: kubeadm.k8s.io/v1beta4
+  kind: ClusterConfiguration
+  imageRepository: {REPOSITORY}
+  etcd:
+    local:
+      imageRepository: {REPOSITORY}
+      imageTag: {image.etcd}
+  dns:
+    imageRepository: {REPOSITORY}
+    imageTag: {image.coredns}
+- |
+  apiVersion: kubelet.config.k8s.io/v1beta1
+  kind: KubeletConfiguration
+  failCgroupV1: false
+  oomScoreAdj: 0
+"""
+
+
+def _run(args: list[str], timeout: float, what: str) -> str:
+    done = dockerutil.run_cli(args, timeout=timeout)
+    if done.returncode != 0:
+        tail = "\n".join((done.stderr or done.stdout).strip().splitlines()[-15:])
+        raise StacksError(f"kind node image: {what} failed (exit {done.returncode}):\n{tail}")
+    return done.stdout
+
+
+def static_image(context: Path, binary: Path, reference: str, *, entrypoint: str,
+                 timeout: float) -> None:
+    """One static Go program in an image of its own (``FROM scratch``), on ``PATH``."""
+    context.mkdir(parents=True)
+    shutil.copyfile(binary, context / binary.name)
+    (context / binary.name).chmod(0o755)
+    (context / "Dockerfile").write_text(
+        f"FROM scratch\nCOPY {binary.name} {entrypoint}\n"
+        f"ENV PATH=/usr/local/bin:/usr/bin:/bin\nENTRYPOINT [\"{entrypoint}\"]\n")
+    _run(["build", "--force-rm", "-q", "-t", reference, str(context)], timeout, f"building {reference}")
+
+
+def ensure_node_image(folder: Path, build_args: dict[str, str], base: str, *,
+                      where: str, timeout: float) -> KindNodeImage:
+    """The node image for ``folder`` (``stacks/kind-node``) at these pins, built on first use."""
+    p = pins(folder, build_args, where)
+    k8s = p["K8S_VERSION"]
+    programs = {
+        "control-plane": gobuild.ensure_built(builds.control_plane(k8s), timeout=timeout),
+        "node": gobuild.ensure_built(builds.node(k8s), timeout=timeout),
+        "kubeadm": gobuild.ensure_built(builds.kubeadm(k8s), timeout=timeout),
+        "etcd": gobuild.ensure_built(builds.etcd(p["ETCD_VERSION"]), timeout=timeout),
+        "coredns": gobuild.ensure_built(builds.coredns(p["COREDNS_VERSION"]), timeout=timeout),
+        "crictl": gobuild.ensure_built(builds.crictl(p["CRI_TOOLS_VERSION"]), timeout=timeout),
+        "pause": gobuild.ensure_local_built("pause", (folder / PAUSE_SOURCE).resolve(),
+                                            timeout=timeout),
+    }
+    key_text = "\0".join([*(f"{k}={v.name}" for k, v in sorted(programs.items())),
+                          folder_digest(folder), dockerutil.image_id(base), RECIPE])
+    key = hashlib.sha256(key_text.encode()).hexdigest()[:16]
+    image = KindNodeImage(f"{NODE_IMAGE}:{key}", k8s, p["ETCD_VERSION"], p["COREDNS_VERSION"])
+    if dockerutil.image_exists(image.reference):
+        return image
+    lock = gobuild.cache_root().parent / "images" / f"kind-node-{key}.lock"
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(lock)):  # two sessions: one builds, the other waits
+        if not dockerutil.image_exists(image.reference):
+            _build(folder, p, programs, image, base, key, timeout)
+    return image
+
+
+def _build(folder: Path, p: dict[str, str], programs: dict[str, Path], image: KindNodeImage,
+           base: str, key: str, timeout: float) -> None:
+    components = component_images(p)
+    pause = f"{REPOSITORY}/pause:{programs['pause'].name.rsplit('-', 1)[-1]}"
+    tools = f"{REPOSITORY}/kind-node-tools:{key}"
+    with tempfile.TemporaryDirectory(prefix="pytest-stacks-kind-node-") as scratch:
+        work = Path(scratch)
+        cp = programs["control-plane"] / "bin"
+        for name in ("kube-apiserver", "kube-controller-manager", "kube-scheduler"):
+            static_image(work / name, cp / name, components[name],
+                         entrypoint=f"/usr/local/bin/{name}", timeout=timeout)
+        static_image(work / "etcd", programs["etcd"] / "bin/etcd", components["etcd"],
+                     entrypoint="/usr/local/bin/etcd", timeout=timeout)
+        static_image(work / "coredns", programs["coredns"] / "bin/coredns",
+                     components["coredns"], entrypoint="/coredns", timeout=timeout)
+        static_image(work / "pause", programs["pause"] / "bin/pause", pause,
+                     entrypoint="/pause", timeout=timeout)
+        # kube-proxy runs iptables: Debian's, in an image that the node's CNI DaemonSet uses too.
+        tools_context = work / "tools"
+        tools_context.mkdir()
+        shutil.copyfile(programs["node"] / "bin/kube-proxy", tools_context / "kube-proxy")
+        (tools_context / "Dockerfile").write_text(
+            "ARG BASE_IMAGE\nFROM ${BASE_IMAGE}\n"
+            "RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y "
+            "--no-install-recommends iptables nftables conntrack ipset kmod && "
+            "rm -rf /var/lib/apt/lists/*\n"
+            "COPY kube-proxy /usr/local/bin/kube-proxy\n"
+            "RUN chmod 0755 /usr/local/bin/kube-proxy\n")
+        _run(["build", "--force-rm", "-q", "-t", tools, "-t", components["kube-proxy"],
+              f"--build-arg=BASE_IMAGE={base}", str(tools_context)], timeout,
+             "building the kube-proxy/tools image")
+        images_tar = work / "images.tar"
+        _run(["save", "-o", str(images_tar), *components.values(), pause, tools], timeout,
+             "saving the component images")
+
+        context = work / "node"
+        shutil.copytree(folder, context, ignore=shutil.ignore_patterns("README.md"))
+        (context / "bin").mkdir()
+        for source in (cp / "kubectl", programs["node"] / "bin/kubelet",
+                       programs["kubeadm"] / "bin/kubeadm", programs["crictl"] / "bin/crictl"):
+            shutil.copyfile(source, context / "bin" / source.name)
+        (context / "version").write_text(p["K8S_VERSION"] + "\n")
+        layout = f"{NODE_IMAGE}-layout:{key}"
+        _run(["build", "--force-rm", "-q", "-t", layout, f"--build-arg=BASE_IMAGE={base}",
+              f"--build-arg=PAUSE_IMAGE={pause}", f"--build-arg=TOOLS_IMAGE={tools}",
+              str(context)], timeout, "building the node's file system")
+        builder = f"pytest-stacks-kind-node-build-{key}"
+        dockerutil.run_cli(["rm", "-f", builder], timeout=60)
+        try:
+            _run(["run", "--name", builder, *IMPORT_PRIVILEGES,
+                  "-v", f"{images_tar}:/images.tar:ro", "--entrypoint", "/bin/bash", layout,
+                  "-c", IMPORT_SCRIPT], timeout, "importing the images into the node")
+            _run(["commit", "--change", 'ENTRYPOINT ["/usr/local/bin/entrypoint", "/sbin/init"]',
+                  "--change", "CMD []", builder, image.reference], timeout,
+                 "committing the node image")
+        finally:
+            dockerutil.run_cli(["rm", "-f", builder], timeout=60)
+            dockerutil.run_cli(["rmi", layout], timeout=120)
