@@ -56,7 +56,7 @@ def stack_details(stack: Stack, origins: Mapping[str, str] | None = None) -> str
             lines.append(f"  build arg    {key}={value}")
     if stack.kind:
         lines.append(f"kind:          {stack.kind.kind_version}, node "
-                     f"{stack.kind.node_image.reference}, operator "
+                     f"{stack.kind.node_reference}, operator "
                      f"{stack.kind.operator_version}")
     if stack.canary:
         floats = {**stack.canary.build_args}

@@ -80,7 +80,7 @@ def build_inputs(stack: Stack, lane: str = "pr") -> dict[str, str]:
         inputs["image"] = (f"{stack.image.name}:{tag}" if tag else stack.image.reference)
     if stack.kind is not None:
         inputs["kind_version"] = stack.kind.kind_version
-        inputs["node_image"] = stack.kind.node_image.reference
+        inputs["node_image"] = stack.kind.node_reference
         inputs["operator_version"] = stack.kind.operator_version
         if stack.kind.worker_image is not None:
             inputs["worker_image"] = stack.kind.worker_image.reference

@@ -161,7 +161,16 @@ def _stack_pins(span: _StackSpan, by_target: Mapping[int, Annotation],
         pins.append(annotated(("kind", "kind_version"), stack.kind.kind_version))
         pins.append(annotated(("kind", "operator_version"), stack.kind.operator_version))
         node = stack.kind.node_image
-        pins.append(image(("kind", "node_image"), node.name, node.tag))
+        if node is not None:
+            pins.append(image(("kind", "node_image"), node.name, node.tag))
+        if stack.kind.node_build is not None:
+            node_base = stack.kind.node_build.base_image
+            if node_base.digest:
+                pins.append(image(("kind", "node_build", "base_image"), node_base.name,
+                                  node_base.tag))
+            for key, value in stack.kind.node_build.build_args.items():
+                if key.endswith("VERSION") and value:
+                    pins.append(annotated(("kind", "node_build", "build_args", key), value))
         worker = stack.kind.worker_image
         if worker is not None and not worker.name.startswith(LOCAL_IMAGE_PREFIX):
             pins.append(image(("kind", "worker_image"), worker.name, worker.tag))

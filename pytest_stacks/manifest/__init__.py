@@ -27,6 +27,7 @@ from pytest_stacks.manifest.model import (
     KindSpec,
     Lane,
     Manifest,
+    NodeBuild,
     Provider,
     Role,
     Stack,
@@ -44,8 +45,8 @@ from pytest_stacks.manifest.schema_check import (
 )
 
 __all__ = ["LANES", "PROVIDERS", "Backend", "BaseImage", "CanarySpec", "ComposeSpec",
-           "ImageRef", "KindSpec", "Lane", "Manifest", "Provider", "Role", "Stack", "Timeouts",
-           "Window", "load", "loads", "schema"]
+           "ImageRef", "KindSpec", "Lane", "Manifest", "NodeBuild", "Provider", "Role", "Stack",
+           "Timeouts", "Window", "load", "loads", "schema"]
 
 
 def load(path: str | Path) -> Manifest:

@@ -13,6 +13,7 @@ from pytest_stacks.manifest.model import (
     ImageRef,
     KindSpec,
     Manifest,
+    NodeBuild,
     Stack,
     Timeouts,
     Window,
@@ -57,7 +58,12 @@ def build(data: dict[str, Any], path: Path) -> Manifest:
             ) if compose else None,
             kind=KindSpec(
                 kind_version=kind["kind_version"],
-                node_image=ImageRef(**kind["node_image"]),
+                node_image=ImageRef(**kind["node_image"]) if "node_image" in kind else None,
+                node_build=NodeBuild(
+                    directory=(path.parent / kind["node_build"]["directory"]).resolve(),
+                    base_image=BaseImage(**kind["node_build"]["base_image"]),
+                    build_args=dict(kind["node_build"]["build_args"]),
+                ) if "node_build" in kind else None,
                 operator_version=kind["operator_version"],
                 worker_image=ImageRef(**kind["worker_image"]) if "worker_image" in kind else None,
                 operator_image=(ImageRef(**kind["operator_image"]) if "operator_image" in kind

@@ -134,6 +134,9 @@ def _anchored(raw: Raw, manifest: Path) -> Raw:
     compose = stack.get("compose")
     if compose is not None:
         compose["directory"] = str((manifest.parent / compose["directory"]).resolve())
+    node_build = (stack.get("kind") or {}).get("node_build")
+    if node_build is not None:
+        node_build["directory"] = str((manifest.parent / node_build["directory"]).resolve())
     return stack
 
 

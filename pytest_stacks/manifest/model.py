@@ -89,12 +89,31 @@ class ComposeSpec:
 
 
 @dataclass(frozen=True)
+class NodeBuild:
+    """A kind node image built on this host from a folder (``stacks/kind-node``) and pins."""
+
+    directory: Path
+    base_image: BaseImage
+    build_args: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class KindSpec:
     kind_version: str
-    node_image: ImageRef
     operator_version: str
+    node_image: ImageRef | None = None  # from a registry; else node_build
+    node_build: NodeBuild | None = None
     worker_image: ImageRef | None = None
     operator_image: ImageRef | None = None
+
+    @property
+    def node_reference(self) -> str:
+        """What the node image is, for tables and CI inputs."""
+        if self.node_image is not None:
+            return self.node_image.reference
+        assert self.node_build is not None
+        pins = ", ".join(f"{k}={v}" for k, v in sorted(self.node_build.build_args.items()))
+        return f"built here from {self.node_build.directory.name} ({pins})"
 
 
 @dataclass(frozen=True)

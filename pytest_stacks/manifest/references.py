@@ -83,6 +83,13 @@ def _stack_problems(data: dict[str, Any], index: int, stack: dict[str, Any], at:
         if not (directory / "compose.yaml").is_file():
             yield (f"{at('stacks', index, 'compose', 'directory')}: {str(directory)!r} has no "
                    f"compose.yaml. Point 'directory' at the stack's folder under stacks/.")
+    node_build = (stack.get("kind") or {}).get("node_build")
+    if node_build is not None:
+        directory = path.parent / node_build["directory"]
+        if not (directory / "Dockerfile").is_file():
+            yield (f"{at('stacks', index, 'kind', 'node_build', 'directory')}: "
+                   f"{str(directory)!r} has no Dockerfile. Point 'directory' at the node "
+                   f"image's folder under stacks/ (stacks/kind-node).")
     if stack["provider"] == "compose" and "docker" not in stack.get("requires", ["docker"]):
         yield (f"{at('stacks', index, 'requires')}: a compose stack requires 'docker'. "
                f"Add it to the list.")

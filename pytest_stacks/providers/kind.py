@@ -1,12 +1,20 @@
 """The ``kind`` provider: a kind cluster per run and stack, with the MPI Operator installed
 from its pinned release manifest and a worker image (OpenMPI + sshd) built from Debian.
 
-The path on GitHub-hosted runners and laptops with a registry. kind pulls its node image by
-digest, which no host without a registry can do: there ``up`` fails in seconds with that reason
-(an infrastructure error), never a hang. kind has no labels of its own for clusters, so run
-ownership is carried in the cluster name (``pst-<run>-<stack>``) and in an owner record beside
-the run directories; the reaper deletes dead runs' clusters and never a live run's, or the
-shared ``kind`` docker network.
+Two kinds of node image. ``kind.node_image`` is kind's own, pulled by digest: the path on
+GitHub-hosted runners and laptops with a registry (without one, ``up`` fails in seconds with
+that reason, an infrastructure error, never a hang). ``kind.node_build`` is a node image built
+on this host (:mod:`pytest_stacks.providers.kind_node_image`); then the operator image is our
+build of the pinned operator, loaded into the node like the worker image, and nothing comes
+from a registry. Either way it is kind itself that creates, loads into, exports the logs of and
+deletes the cluster. Where the engine refuses ``--privileged`` (kind asks it for every node),
+kind runs with :mod:`pytest_stacks.providers.kind_docker` as its ``docker``.
+
+kind has no labels of its own for clusters, so run ownership is carried in the cluster name
+(``pst-<run>-<stack>``) and in an owner record beside the run directories; the reaper deletes
+dead runs' clusters and never a live run's, or the shared ``kind`` docker network. What the
+cluster runs is checked, not assumed: the node's kubelet and the API server must report the
+pinned Kubernetes version (for a built node image), and the operator its pinned version.
 """
 
 from __future__ import annotations
@@ -14,14 +22,19 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import subprocess
+import sys
+import tempfile
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
-from pytest_stacks import cancellation, gobuild
+from pytest_stacks import cancellation, dockerutil, gobuild
+from pytest_stacks.backends.kubernetes import builds
 from pytest_stacks.errors import InfrastructureError, StacksError
 from pytest_stacks.manifest import Stack
-from pytest_stacks.providers import images
+from pytest_stacks.providers import images, kind_docker, kind_node_image
 from pytest_stacks.providers.base import Attached, RunContext, StackInfo
 from pytest_stacks.providers.labels import owner_alive
 from pytest_stacks.transports import CommandResult
@@ -30,6 +43,8 @@ Runner = Callable[[Sequence[str], float], subprocess.CompletedProcess[str]]
 KIND_CLUSTER_LABEL = "io.x-k8s.kind.cluster"
 CLUSTER_PREFIX = "pst-"
 OPERATOR_MANIFEST = "mpi-operator.yaml"
+OPERATOR_ENTRYPOINT = "/opt/mpi-operator"
+LOGS_FOLDER = Path(".pytest-stacks") / "kind-logs"  # where the operator's own images keep it
 
 
 def run_command(argv: Sequence[str], timeout: float) -> subprocess.CompletedProcess[str]:
@@ -62,6 +77,16 @@ def pin_operator_image(manifest: str, reference: str) -> str:
     return pinned
 
 
+@dataclass(frozen=True)
+class _Node:
+    """The node image of one bring-up and what kind and kubectl need to use it."""
+
+    reference: str
+    config: str | None  # kind's cluster configuration, for a node image built here
+    kubectl: str
+    kubernetes: str | None  # the Kubernetes version the node must report, when known
+
+
 class KindProvider:
     def __init__(self, runner: Runner = run_command) -> None:
         self._run = runner
@@ -69,8 +94,9 @@ class KindProvider:
     def up(self, stack: Stack, ctx: RunContext) -> StackInfo:
         assert stack.kind is not None
         try:
-            images.ensure_image(stack.kind.node_image.reference, pull_timeout=600)
             tools = gobuild.ensure_built(tools_build(stack), timeout=stack.timeouts.build)
+            node = self._node(stack)
+            kind = self._kind_command(tools / "bin/kind", node.reference, ctx.run_dir)
         except StacksError as exc:
             raise InfrastructureError(stack.name, str(exc)) from None
         name = cluster_name(stack, ctx)
@@ -80,30 +106,111 @@ class KindProvider:
         # Private from its first byte: kind writes the cluster's admin credentials into it.
         os.close(os.open(kubeconfig, os.O_CREAT | os.O_WRONLY, 0o600))
         info = StackInfo(provider="kind", project=name,
-                         endpoints={"kubeconfig": str(kubeconfig), "kind": str(tools / "bin/kind")})
-        self._check(stack, [info.endpoints["kind"], "create", "cluster", "--name", name,
-                            "--image", stack.kind.node_image.reference, "--kubeconfig",
-                            str(kubeconfig), "--wait", f"{stack.timeouts.ready:.0f}s"],
-                    stack.timeouts.up)
+                         endpoints={"kubeconfig": str(kubeconfig), "kind": kind,
+                                    "kubectl": node.kubectl})
+        create = [kind, "create", "cluster", "--name", name, "--image", node.reference,
+                  "--kubeconfig", str(kubeconfig), "--wait", f"{stack.timeouts.ready:.0f}s"]
+        if node.config is not None:
+            config = ctx.run_dir / f"{stack.name}.kind.yaml"
+            config.write_text(node.config)
+            create += ["--config", str(config)]
+        self._check(stack, create, stack.timeouts.up)
         self._install_operator(stack, info, tools / "files" / OPERATOR_MANIFEST, ctx.run_dir)
+        info.endpoints.update(self._observed(stack, info, node))
         return info
+
+    def _node(self, stack: Stack) -> _Node:
+        assert stack.kind is not None
+        if stack.kind.node_image is not None:
+            images.ensure_image(stack.kind.node_image.reference, pull_timeout=600)
+            return _Node(stack.kind.node_image.reference, None, "kubectl", None)
+        build = stack.kind.node_build
+        assert build is not None
+        base = images.ensure_base_image(build.base_image)
+        node = kind_node_image.ensure_node_image(
+            build.directory, dict(build.build_args), base, where=f"stack {stack.name}",
+            timeout=stack.timeouts.build)
+        control_plane = gobuild.ensure_built(builds.control_plane(node.kubernetes),
+                                             timeout=stack.timeouts.build)
+        return _Node(node.reference, node.cluster_config(), str(control_plane / "bin/kubectl"),
+                     node.kubernetes)
+
+    def _kind_command(self, kind: Path, node_image: str, run_dir: Path) -> str:
+        """kind itself, or (where the engine refuses ``--privileged``) a wrapper that runs it
+        with :mod:`~pytest_stacks.providers.kind_docker` first on its PATH."""
+        if not kind_docker.privileged_refused(node_image, self._run):
+            return str(kind)
+        folder = run_dir / "kind-docker"
+        folder.mkdir(exist_ok=True)
+        shim = folder / "docker"
+        shim.write_text(f"#!/bin/sh\nexec {shlex.quote(sys.executable)} -m "
+                        f"pytest_stacks.providers.kind_docker \"$@\"\n")
+        shim.chmod(0o755)
+        wrapper = folder / "kind"
+        wrapper.write_text(
+            f"#!/bin/sh\nPATH={shlex.quote(str(folder))}:\"$PATH\"\n"
+            f"{kind_docker.REAL_DOCKER}={shlex.quote(dockerutil.docker_cli())}\n"
+            f"export PATH {kind_docker.REAL_DOCKER}\nexec {shlex.quote(str(kind))} \"$@\"\n")
+        wrapper.chmod(0o755)
+        return str(wrapper)
 
     def _install_operator(self, stack: Stack, info: StackInfo, manifest: Path,
                           run_dir: Path) -> None:
         assert stack.kind is not None
+        kind = info.endpoints["kind"]
         if stack.kind.worker_image is not None:
             self._build_worker(stack)
-            self._check(stack, [info.endpoints["kind"], "load", "docker-image",
+            self._check(stack, [kind, "load", "docker-image",
                                 stack.kind.worker_image.reference, "--name", info.project], 600)
-        reference = (stack.kind.operator_image.reference if stack.kind.operator_image else
-                     f"mpioperator/mpi-operator:{stack.kind.operator_version}")
+        if stack.kind.node_build is not None:
+            reference = self._local_operator_image(stack)
+            self._check(stack, [kind, "load", "docker-image", reference, "--name",
+                                info.project], 600)
+        else:
+            reference = (stack.kind.operator_image.reference if stack.kind.operator_image
+                         else f"mpioperator/mpi-operator:{stack.kind.operator_version}")
         pinned = run_dir / f"{stack.name}.{OPERATOR_MANIFEST}"
         pinned.write_text(pin_operator_image(manifest.read_text(), reference))
-        kubectl = ["kubectl", "--kubeconfig", info.endpoints["kubeconfig"]]
+        kubectl = [info.endpoints["kubectl"], "--kubeconfig", info.endpoints["kubeconfig"]]
         self._check(stack, [*kubectl, "apply", "--server-side", "-f", str(pinned)], 300)
         self._check(stack, [*kubectl, "-n", "mpi-operator", "rollout", "status",
                             "deployment/mpi-operator", f"--timeout={stack.timeouts.ready:.0f}s"],
                     stack.timeouts.ready + 30)
+
+    def _local_operator_image(self, stack: Stack) -> str:
+        """Our build of the pinned operator, in an image of its own (no registry here)."""
+        assert stack.kind is not None
+        try:
+            build = gobuild.ensure_built(builds.mpi_operator(f"v{stack.kind.operator_version}"),
+                                         timeout=stack.timeouts.build)
+            reference = f"{kind_node_image.REPOSITORY}/mpi-operator:{build.name.split('-', 2)[-1]}"
+            if not dockerutil.image_exists(reference):
+                with tempfile.TemporaryDirectory(prefix="pytest-stacks-operator-") as scratch:
+                    kind_node_image.static_image(
+                        Path(scratch) / "image", build / "bin/mpi-operator", reference,
+                        entrypoint=OPERATOR_ENTRYPOINT, timeout=stack.timeouts.build)
+        except StacksError as exc:
+            raise InfrastructureError(stack.name, str(exc)) from None
+        return reference
+
+    def _observed(self, stack: Stack, info: StackInfo, node: _Node) -> dict[str, str]:
+        """The versions the cluster reports: the node's kubelet and runtime (the kubelet must
+        be the built node image's pin), and the running operator's own ``--version``."""
+        kubectl = [info.endpoints["kubectl"], "--kubeconfig", info.endpoints["kubeconfig"]]
+        kubelet = self._check(stack, [*kubectl, "get", "nodes", "-o",
+                                      "jsonpath={.items[*].status.nodeInfo.kubeletVersion}"],
+                              60).split()
+        runtime = self._check(stack, [*kubectl, "get", "nodes", "-o", "jsonpath="
+                                      "{.items[0].status.nodeInfo.containerRuntimeVersion}"], 60)
+        if node.kubernetes is not None and set(kubelet) != {node.kubernetes}:
+            raise InfrastructureError(stack.name, f"the node's kubelet reports {kubelet} but the "
+                                      f"node image pins {node.kubernetes!r}")
+        said = self._run([*kubectl, "-n", "mpi-operator", "exec", "deployment/mpi-operator",
+                          "--", OPERATOR_ENTRYPOINT, "--version"], 60)
+        found = re.search(r"v?(\d+\.\d+\.\d+)", said.stdout + said.stderr)
+        return {"kubelet_version": " ".join(kubelet).lstrip("v"),
+                "container_runtime": runtime.strip(),
+                "operator_version": found.group(1) if found else ""}
 
     def _build_worker(self, stack: Stack) -> None:
         """The worker image (OpenMPI + sshd from Debian), built from the stack's ``compose``
@@ -138,10 +245,28 @@ class KindProvider:
         return Attached(client, info, lambda: self.export_logs(stack, info, ctx), client.close)
 
     def export_logs(self, stack: Stack, info: StackInfo, ctx: RunContext) -> str:
-        folder = ctx.run_dir / f"{stack.name}.kind-logs"
+        """``kind export logs`` into a folder that outlives the run (the run directory goes
+        at teardown): ``.pytest-stacks/kind-logs/<cluster>`` under the working directory,
+        which CI uploads. The text returned (shown in the report) is what the cluster says
+        now, then the last lines of the node's kubelet and containerd logs."""
+        folder = (Path.cwd() / LOGS_FOLDER / info.project).resolve()
+        folder.parent.mkdir(parents=True, exist_ok=True)
         done = self._run([info.endpoints["kind"], "export", "logs", str(folder), "--name",
                           info.project], 300)
-        return f"kind export logs {folder}: exit {done.returncode}\n{done.stdout}{done.stderr}"
+        parts = [f"kind export logs {folder}: exit {done.returncode}"
+                 + ("" if done.returncode == 0 else f"\n{done.stderr.strip()[-500:]}")]
+        kubectl = [info.endpoints.get("kubectl", "kubectl"), "--kubeconfig",
+                   info.endpoints["kubeconfig"]]
+        for what in (["get", "nodes,pods,mpijobs,jobs", "-A", "-o", "wide"],
+                     ["get", "events", "-A", "--sort-by=.lastTimestamp"]):
+            said = self._run([*kubectl, *what], 60)
+            lines = (said.stdout or said.stderr).strip().splitlines()
+            parts.append(f"===== kubectl {' '.join(what)}\n" + "\n".join(lines[-40:]))
+        for log in sorted(folder.glob("*/kubelet.log")) + sorted(folder.glob("*/containerd.log")):
+            lines = log.read_text(errors="replace").splitlines()
+            parts.append(f"===== {log.relative_to(folder)} (last 40 lines)\n"
+                         + "\n".join(lines[-40:]))
+        return "\n".join(parts)
 
     def down(self, stack: Stack, info: StackInfo, ctx: RunContext) -> None:
         self._check(stack, [info.endpoints["kind"], "delete", "cluster", "--name", info.project],

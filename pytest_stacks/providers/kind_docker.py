@@ -22,8 +22,11 @@ command run in the container is never rewritten. The real CLI is named by
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+
+from pytest_stacks.errors import StacksError
 
 REAL_DOCKER = "PYTEST_STACKS_REAL_DOCKER"
 NODE_PRIVILEGES = ("--cap-add=ALL", "--cap-drop=SYS_RESOURCE",
@@ -81,6 +84,30 @@ def rewrite(argv: Sequence[str]) -> list[str]:
         kept.extend(NODE_PRIVILEGES)
     options = kept
     return [command, *options, *positional]
+
+
+Runner = Callable[[Sequence[str], float], subprocess.CompletedProcess[str]]
+_REFUSED: dict[tuple[str, Runner], bool] = {}  # per engine and runner, once per process
+
+
+def privileged_refused(image: str, runner: Runner) -> bool:
+    """Whether this engine refuses ``docker run --privileged`` (tried once per process, with
+    ``image`` as the one thing to run). Any other failure is an error of its own: the shim
+    must not hide an engine that fails for another reason."""
+    engine = (os.environ.get("DOCKER_HOST", "default"), runner)
+    if engine not in _REFUSED:
+        done = runner(["docker", "run", "--rm", "--privileged", "--network=none",
+                       "--entrypoint=/bin/true", image], 120)
+        said = (done.stderr or done.stdout).strip()
+        if done.returncode == 0:
+            _REFUSED[engine] = False
+        elif "apply caps" in said or "operation not permitted" in said:
+            _REFUSED[engine] = True
+        else:
+            raise StacksError(f"cannot tell whether the engine allows --privileged: `docker run "
+                              f"--privileged {image}` failed (exit {done.returncode}): "
+                              f"{said[-300:]}")
+    return _REFUSED[engine]
 
 
 def main() -> None:

@@ -137,7 +137,8 @@ def static_image(context: Path, binary: Path, reference: str, *, entrypoint: str
     (context / "Dockerfile").write_text(
         f"FROM scratch\nCOPY {binary.name} {entrypoint}\n"
         f"ENV PATH=/usr/local/bin:/usr/bin:/bin\nENTRYPOINT [\"{entrypoint}\"]\n")
-    _run(["build", "--force-rm", "-q", "-t", reference, str(context)], timeout, f"building {reference}")
+    _run(["build", "--force-rm", "-q", "-t", reference, str(context)], timeout,
+         f"building {reference}")
 
 
 def ensure_node_image(folder: Path, build_args: dict[str, str], base: str, *,

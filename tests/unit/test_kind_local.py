@@ -1,0 +1,312 @@
+"""kind with a node image built here: the docker shim for engines that refuse --privileged,
+the node image's cluster configuration and pins, the manifest's ``kind.node_build``, and the
+provider's command sequence for such a stack (recorded, no kind run; the real run is the
+``kind-1.36-local-mpi-0.8`` stack's contract suite)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+import yaml
+
+from pytest_stacks import dockerutil, gobuild
+from pytest_stacks.errors import InfrastructureError, ManifestError, StacksError
+from pytest_stacks.manifest import Stack, loads
+from pytest_stacks.providers import images, kind, kind_docker, kind_node_image
+from pytest_stacks.providers.base import RunContext
+
+REPO = Path(__file__).resolve().parents[2]
+DIGEST = "sha256:" + "0" * 64
+BASE = f'{{name: debian, tag: bookworm-slim, digest: "{DIGEST}", seed: bookworm}}'
+PINS = ("{K8S_VERSION: v1.36.3, ETCD_VERSION: v3.6.8, COREDNS_VERSION: v1.14.7, "
+        "CRI_TOOLS_VERSION: v1.37.0}")
+
+
+def manifest(kind_section: str) -> str:
+    return f"""
+version: 1
+capabilities: {{submit: s, mpi: m}}
+backends: {{mpi-operator: {{window: {{anchor: "0.8", leading_edge: "0.8"}}}}}}
+stacks:
+  - name: kind-local
+    backend: mpi-operator
+    version: "0.8.2"
+    provider: kind
+    transport: kubernetes
+    configuration: kind-local
+    capabilities: [submit, mpi]
+    lanes: [full]
+    requires: [docker, go]
+    kind:
+      kind_version: v0.33.0
+      operator_version: "0.8.2"
+{kind_section}
+"""
+
+
+NODE_BUILD = f"""      node_build:
+        directory: stacks/kind-node
+        base_image: {BASE}
+        build_args: {PINS}
+      worker_image: {{name: pytest-stacks/mpi-worker, tag: openmpi-5}}"""
+
+
+# --- the docker shim ---------------------------------------------------------------------------
+
+def test_run_privileged_becomes_the_capabilities_the_engine_grants() -> None:
+    argv = ["run", "--name", "n", "--privileged", "--cgroupns=private", "--volume", "/var",
+            "--init=false", "kindest/node:x"]
+    rewritten = kind_docker.rewrite(argv)
+    assert "--privileged" not in rewritten
+    assert rewritten[-1] == "kindest/node:x"
+    options = rewritten[1:-1]
+    for flag in kind_docker.NODE_PRIVILEGES:
+        assert flag in options
+    assert [o for o in options if o.startswith("--cgroupns")] == ["--cgroupns=private"]
+    assert options[:4] == ["--name", "n", "--volume", "/var"]
+
+
+def test_separate_cgroupns_value_is_replaced_too() -> None:
+    rewritten = kind_docker.rewrite(["run", "--privileged", "--cgroupns", "host", "img"])
+    assert "host" not in rewritten and rewritten.count("--cgroupns=private") == 1
+
+
+def test_exec_privileged_loses_the_flag_and_the_command_is_untouched() -> None:
+    argv = ["exec", "--privileged", "-i", "-e", "A=1", "node", "sh", "-c", "x --privileged"]
+    assert kind_docker.rewrite(argv) == ["exec", "-i", "-e", "A=1", "node", "sh", "-c",
+                                         "x --privileged"]
+
+
+@pytest.mark.parametrize("argv", [["ps", "-a"], ["run", "--rm", "img", "--privileged"],
+                                  ["inspect", "--privileged"], []])
+def test_everything_else_passes_unchanged(argv: list[str]) -> None:
+    assert kind_docker.rewrite(argv) == argv
+
+
+class _Answer:
+    """A docker that gives one answer to everything, and remembers what it was asked."""
+
+    def __init__(self, code: int, stderr: str = "") -> None:
+        self.code, self.stderr = code, stderr
+        self.calls: list[list[str]] = []
+
+    def __call__(self, argv: Sequence[str], timeout: float) -> subprocess.CompletedProcess[str]:
+        self.calls.append(list(argv))
+        return subprocess.CompletedProcess(list(argv), self.code, "", self.stderr)
+
+
+_answer = _Answer
+
+
+def test_a_refusing_engine_is_recognised_once() -> None:
+    runner = _answer(125, "runc create failed: unable to start container process: "
+                          "unable to apply caps: operation not permitted")
+    assert kind_docker.privileged_refused("img", runner) is True
+    assert kind_docker.privileged_refused("img", runner) is True
+    assert len(runner.calls) == 1
+    assert "--privileged" in runner.calls[0]
+
+
+def test_an_engine_that_allows_it_needs_no_shim() -> None:
+    assert kind_docker.privileged_refused("img", _answer(0)) is False
+
+
+def test_another_failure_is_not_taken_for_a_refusal() -> None:
+    with pytest.raises(StacksError, match="No such image"):
+        kind_docker.privileged_refused("img", _answer(125, "Unable to find image: No such image"))
+
+
+def test_the_shim_execs_the_real_cli_with_rewritten_arguments(tmp_path: Path) -> None:
+    """The program kind really runs: a recording stand-in for the real CLI gets the call."""
+    record = tmp_path / "args"
+    fake = tmp_path / "real-docker"
+    fake.write_text(f'#!/bin/sh\nprintf "%s\\n" "$@" > {record}\n')
+    fake.chmod(0o755)
+    env = {**os.environ, kind_docker.REAL_DOCKER: str(fake)}
+    done = subprocess.run([sys.executable, "-m", "pytest_stacks.providers.kind_docker",
+                           "run", "--privileged", "--name", "n", "img"],
+                          env=env, capture_output=True, text=True, timeout=30, check=False)
+    assert done.returncode == 0, done.stderr
+    assert record.read_text().split("\n")[:-1] == ["run", "--name", "n",
+                                                   *kind_docker.NODE_PRIVILEGES, "img"]
+
+
+def test_the_shim_without_the_real_cli_says_so() -> None:
+    env = {k: v for k, v in os.environ.items() if k != kind_docker.REAL_DOCKER}
+    done = subprocess.run([sys.executable, "-m", "pytest_stacks.providers.kind_docker",
+                           "ps"], env=env, capture_output=True, text=True, timeout=30,
+                          check=False)
+    assert done.returncode == 125 and kind_docker.REAL_DOCKER in done.stderr
+
+
+# --- the node image ----------------------------------------------------------------------------
+
+def test_cluster_config_points_kubeadm_at_the_built_images() -> None:
+    image = kind_node_image.KindNodeImage("pytest-stacks/kind-node:k", "v1.36.3", "v3.6.8",
+                                          "v1.14.7")
+    config = yaml.safe_load(image.cluster_config())
+    assert config["kind"] == "Cluster" and len(config["nodes"]) == 1
+    patches = [yaml.safe_load(p) for p in config["kubeadmConfigPatches"]]
+    cluster = next(p for p in patches if p["kind"] == "ClusterConfiguration")
+    assert cluster["imageRepository"] == kind_node_image.REPOSITORY
+    assert cluster["etcd"]["local"]["imageTag"] == "v3.6.8"
+    assert cluster["dns"]["imageTag"] == "v1.14.7"
+    kubelet = next(p for p in patches if p["kind"] == "KubeletConfiguration")
+    assert kubelet["failCgroupV1"] is False and kubelet["oomScoreAdj"] == 0
+    refs = kind_node_image.component_images({"K8S_VERSION": "v1.36.3", "ETCD_VERSION": "v3.6.8",
+                                             "COREDNS_VERSION": "v1.14.7"})
+    assert refs["etcd"] == f"{kind_node_image.REPOSITORY}/etcd:v3.6.8"
+    assert refs["kube-apiserver"] == f"{kind_node_image.REPOSITORY}/kube-apiserver:v1.36.3"
+
+
+def test_more_than_one_node_is_refused() -> None:
+    image = kind_node_image.KindNodeImage("r", "v1.36.3", "v3.6.8", "v1.14.7")
+    with pytest.raises(StacksError, match="one-node"):
+        image.cluster_config(nodes=2)
+
+
+def test_missing_pins_are_named() -> None:
+    with pytest.raises(StacksError, match="ETCD_VERSION, COREDNS_VERSION"):
+        kind_node_image.pins(Path("stacks/kind-node"), {"K8S_VERSION": "v1.36.3",
+                                                        "CRI_TOOLS_VERSION": "v1"}, "stack s")
+
+
+def test_the_repository_node_folder_has_what_the_builder_copies() -> None:
+    folder = REPO / "stacks" / "kind-node"
+    for name in ("Dockerfile", "entrypoint", "containerd.toml", "crictl.yaml", "default-kubelet",
+                 "units/kubelet.service", "units/containerd.service",
+                 "units/kubelet.service.d/10-kubeadm.conf", "manifests/default-cni.yaml",
+                 "manifests/default-storage.yaml"):
+        assert (folder / name).is_file(), name
+    assert (folder / kind_node_image.PAUSE_SOURCE / "go.mod").is_file()
+    cni = (folder / "manifests/default-cni.yaml").read_text()
+    assert "would you kindly template this file" in cni and "{{ .PodSubnet }}" in cni
+    assert "@TOOLS_IMAGE@" in cni  # filled in by the Dockerfile
+
+
+# --- the manifest ------------------------------------------------------------------------------
+
+def test_node_build_is_read_and_described() -> None:
+    stack = loads(manifest(NODE_BUILD), REPO / "m.yaml").stacks[0]
+    assert stack.kind is not None and stack.kind.node_image is None
+    build = stack.kind.node_build
+    assert build is not None and build.directory == REPO / "stacks" / "kind-node"
+    assert build.base_image.seed == "bookworm" and build.build_args["ETCD_VERSION"] == "v3.6.8"
+    assert "built here from kind-node" in stack.kind.node_reference
+
+
+def test_both_or_neither_node_image_and_node_build_is_refused() -> None:
+    both = NODE_BUILD + f'\n      node_image: {{name: kindest/node, tag: v1, digest: "{DIGEST}"}}'
+    with pytest.raises(ManifestError):
+        loads(manifest(both), REPO / "m.yaml")
+    with pytest.raises(ManifestError):
+        loads(manifest("      worker_image: {name: w, tag: t}"), REPO / "m.yaml")
+
+
+def test_a_node_build_folder_without_dockerfile_names_the_field(tmp_path: Path) -> None:
+    text = manifest(NODE_BUILD.replace("stacks/kind-node", "nowhere"))
+    with pytest.raises(ManifestError, match=r"kind\.node_build\.directory.*no Dockerfile"):
+        loads(text, tmp_path / "m.yaml")
+
+
+# --- the provider ------------------------------------------------------------------------------
+
+class Cluster:
+    """Answers kind's and kubectl's calls like a cluster whose kubelet is ``kubelet``."""
+
+    def __init__(self, kubelet: str = "v1.36.3", refuse_privileged: bool = True) -> None:
+        self.calls: list[list[str]] = []
+        self.kubelet = kubelet
+        self.refuse = refuse_privileged
+
+    def __call__(self, argv: Sequence[str], timeout: float) -> subprocess.CompletedProcess[str]:
+        self.calls.append(list(argv))
+        line = " ".join(argv)
+        out, code, err = "", 0, ""
+        if "--privileged" in argv and self.refuse:
+            code, err = 125, "unable to apply caps: operation not permitted"
+        elif "kubeletVersion" in line:
+            out = self.kubelet
+        elif "containerRuntimeVersion" in line:
+            out = "containerd://1.6.20"
+        elif "--version" in argv:
+            out = "mpi-operator v0.8.2"
+        return subprocess.CompletedProcess(list(argv), code, out, err)
+
+
+@pytest.fixture
+def local_stack() -> Stack:
+    return loads(manifest(NODE_BUILD), REPO / "m.yaml").stacks[0]
+
+
+@pytest.fixture
+def ctx(tmp_path: Path) -> RunContext:
+    run_dir = tmp_path / "runs" / "20261201000000-abcdef12"
+    run_dir.mkdir(parents=True)
+    return RunContext.for_this_process("20261201000000-abcdef12", run_dir)
+
+
+@pytest.fixture
+def offline(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    tools = tmp_path / "tools"
+    (tools / "files").mkdir(parents=True)
+    (tools / "files" / kind.OPERATOR_MANIFEST).write_text(
+        "kind: Deployment\nspec:\n  template:\n    spec:\n      containers:\n"
+        "      - image: mpioperator/mpi-operator:0.8.2\n")
+    monkeypatch.setattr(gobuild, "ensure_built", lambda *a, **k: tools)
+    monkeypatch.setattr(images, "ensure_base_image", lambda base: f"seeded:{base.seed}")
+    monkeypatch.setattr(images, "ensure_image", lambda *a, **k: pytest.fail("no pull here"))
+    monkeypatch.setattr(dockerutil, "image_exists", lambda reference: True)
+    monkeypatch.setattr(dockerutil, "docker_cli", lambda: "/usr/bin/docker")
+    built: list[tuple[Path, str]] = []
+
+    def build(folder: Path, args: dict[str, str], base: str, **_: object
+              ) -> kind_node_image.KindNodeImage:
+        built.append((folder, base))
+        return kind_node_image.KindNodeImage("pytest-stacks/kind-node:abc", args["K8S_VERSION"],
+                                             args["ETCD_VERSION"], args["COREDNS_VERSION"])
+    monkeypatch.setattr(kind_node_image, "ensure_node_image", build)
+    return tools
+
+
+def test_up_with_a_built_node_image_uses_kind_with_its_config_and_the_shim(
+        local_stack: Stack, ctx: RunContext, offline: Path) -> None:
+    runner = Cluster()
+    info = kind.KindProvider(runner).up(local_stack, ctx)
+    commands = [" ".join(c) for c in runner.calls]
+    create = next(c for c in runner.calls if "create" in c and "cluster" in c)
+    wrapper = Path(create[0])
+    assert wrapper == ctx.run_dir / "kind-docker" / "kind" and os.access(wrapper, os.X_OK)
+    text = wrapper.read_text()
+    assert str(offline / "bin/kind") in text
+    assert f"{kind_docker.REAL_DOCKER}=/usr/bin/docker" in text
+    assert "--image pytest-stacks/kind-node:abc" in " ".join(create)
+    config = Path(create[create.index("--config") + 1])
+    assert "failCgroupV1: false" in config.read_text()
+    operator = f"{kind_node_image.REPOSITORY}/mpi-operator:"
+    assert any(f"load docker-image {operator}" in c for c in commands)
+    apply = next(c for c in runner.calls if "apply" in c)
+    assert apply[0] == str(offline / "bin/kubectl")  # our build, not the host's kubectl
+    assert operator in Path(apply[-1]).read_text()
+    assert info.endpoints["kubelet_version"] == "1.36.3"
+    assert info.endpoints["operator_version"] == "0.8.2"
+    assert info.endpoints["container_runtime"] == "containerd://1.6.20"
+
+
+def test_an_engine_that_allows_privileged_runs_kind_itself(
+        local_stack: Stack, ctx: RunContext, offline: Path) -> None:
+    runner = Cluster(refuse_privileged=False)
+    kind.KindProvider(runner).up(local_stack, ctx)
+    create = next(c for c in runner.calls if "create" in c and "cluster" in c)
+    assert create[0] == str(offline / "bin/kind")
+
+
+def test_a_kubelet_of_another_version_is_an_infrastructure_error(
+        local_stack: Stack, ctx: RunContext, offline: Path) -> None:
+    with pytest.raises(InfrastructureError, match=r"kubelet reports \['v1.35.0'\].*v1.36.3"):
+        kind.KindProvider(Cluster(kubelet="v1.35.0")).up(local_stack, ctx)
