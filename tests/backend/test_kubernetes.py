@@ -39,6 +39,7 @@ from pytest_stacks.manifest import Stack
 
 pytestmark = pytest.mark.for_backend("mpi-operator")
 MPI = {"shape": "mpijob", "workers": 2}
+POD = {"shape": "pod"}  # whatever the stack's default shape (kind stacks: MPIJobs)
 
 
 def _done(backend: Any, stack: Stack, specs: list[JobSpec]) -> list[Any]:
@@ -50,7 +51,7 @@ def _done(backend: Any, stack: Stack, specs: list[JobSpec]) -> list[Any]:
 @pytest.mark.requires("submit", "status")
 def test_a_pods_identity_is_recorded_and_owned_by_nobody_else(backend: Any,
                                                               stack: Stack) -> None:
-    [handle] = _done(backend, stack, [JobSpec(script="true\n")])
+    [handle] = _done(backend, stack, [JobSpec(script="true\n", backend_options=POD)])
     [pod] = backend.identities([handle])
     assert pod.kind == "Pod" and len(pod.uid) == 36 and pod.namespace == backend.namespace
     assert check_ownership([pod]) == []
@@ -201,7 +202,8 @@ def test_a_pods_exit_code_and_output_are_the_containers_own(backend: Any, stack:
     The kubelet's own start and finish times are recorded (pod start latency)."""
     token = uuid.uuid4().hex
     [handle] = _done(backend, stack, [JobSpec(
-        script=f"echo out-{token}-$((6 * 7))\necho err-{token} >&2\nexit 5\n")])
+        script=f"echo out-{token}-$((6 * 7))\necho err-{token} >&2\nexit 5\n",
+        backend_options=POD)])
     [status] = backend.status([handle])
     assert status.state is JobState.FAILED and status.exit_code == 5, status
     [result] = backend.fetch_outputs([handle], tmp_path)
