@@ -44,19 +44,26 @@ def cmd_seed(args: argparse.Namespace) -> int:
 
 
 def cmd_reap(args: argparse.Namespace) -> int:
-    from pytest_stacks.lifecycle import reap_dead_run_dirs
-    from pytest_stacks.providers import reaper
+    from pytest_stacks.lifecycle import reap_dead_run_dirs, runs_root
+    from pytest_stacks.providers import kind, reaper
 
     reaped = reaper.reap_dead(dry_run=args.dry_run)
     verb = "would remove" if args.dry_run else "removed"
+    # kind clusters carry no labels of ours: their owner records say which runs are dead.
+    clusters = kind.dead_clusters(runs_root())
+    problems = [] if args.dry_run else kind.reap(kind.run_command, runs_root())
+    for cluster in clusters:
+        print(f"{verb} kind cluster {cluster} of a dead run (and its docker network)")
+    for problem in problems:
+        print(f"could not remove: {problem}")
     if not args.dry_run:
         for folder in reap_dead_run_dirs():
             print(f"removed the run directory of a dead run: {folder}")
-    if not reaped:
+    if not reaped and not clusters:
         print("nothing to reap: no resources of dead runs")
     for run_id, counts in reaper.summary(reaped).items():
         print(f"{verb} run {run_id}: " + ", ".join(f"{n} {k}" for k, n in counts.items()))
-    return 0
+    return 1 if problems else 0
 
 
 def cmd_up(args: argparse.Namespace) -> int:

@@ -12,7 +12,10 @@ kind runs with :mod:`pytest_stacks.providers.kind_docker` as its ``docker``.
 
 kind has no labels of its own for clusters, so run ownership is carried in the cluster name
 (``pst-<run>-<stack>``) and in an owner record beside the run directories; the reaper deletes
-dead runs' clusters and never a live run's, or the shared ``kind`` docker network. What the
+dead runs' clusters and never a live run's. Each cluster gets a docker network of its own
+(``KIND_EXPERIMENTAL_DOCKER_NETWORK``, named like the cluster, carrying our run and owner
+labels) that goes with it, so the machine-wide reaper finds a dead run's cluster even without
+its owner record; kind's shared ``kind`` network is never used or touched. What the
 cluster runs is checked, not assumed: the node's kubelet and the API server must report the
 pinned Kubernetes version (for a built node image), and the operator its pinned version.
 """
@@ -34,17 +37,18 @@ from pytest_stacks import cancellation, dockerutil, gobuild
 from pytest_stacks.backends.kubernetes import builds
 from pytest_stacks.errors import InfrastructureError, StacksError
 from pytest_stacks.manifest import Stack
-from pytest_stacks.providers import images, kind_docker, kind_node_image
+from pytest_stacks.providers import images, kind_docker, kind_node_image, reaper
 from pytest_stacks.providers.base import Attached, RunContext, StackInfo
 from pytest_stacks.providers.labels import owner_alive
 from pytest_stacks.transports import CommandResult
 
 Runner = Callable[[Sequence[str], float], subprocess.CompletedProcess[str]]
-KIND_CLUSTER_LABEL = "io.x-k8s.kind.cluster"
+KIND_CLUSTER_LABEL = reaper.KIND_CLUSTER_LABEL
 CLUSTER_PREFIX = "pst-"
 OPERATOR_MANIFEST = "mpi-operator.yaml"
-OPERATOR_ENTRYPOINT = "/opt/mpi-operator"
-LOGS_FOLDER = Path(".pytest-stacks") / "kind-logs"  # where the operator's own images keep it
+OPERATOR_ENTRYPOINT = "/opt/mpi-operator"  # where the operator's own images keep it
+LOGS_FOLDER = Path(".pytest-stacks") / "kind-logs"
+NETWORK_VARIABLE = "KIND_EXPERIMENTAL_DOCKER_NETWORK"  # kind's knob for the nodes' network
 
 
 def run_command(argv: Sequence[str], timeout: float) -> subprocess.CompletedProcess[str]:
@@ -96,13 +100,21 @@ class KindProvider:
         try:
             tools = gobuild.ensure_built(tools_build(stack), timeout=stack.timeouts.build)
             node = self._node(stack)
-            kind = self._kind_command(tools / "bin/kind", node.reference, ctx.run_dir)
+            name = cluster_name(stack, ctx)
+            kind = self._kind_command(tools / "bin/kind", node.reference,
+                                      ctx.run_dir / f"kind-{stack.name}", name)
         except StacksError as exc:
             raise InfrastructureError(stack.name, str(exc)) from None
-        name = cluster_name(stack, ctx)
         kubeconfig = ctx.run_dir / f"{stack.name}.kubeconfig"
         reap(self._run, ctx.run_dir.parent)  # clusters of dead runs first
         _record_owner(ctx, name, tools / "bin/kind")
+        # The cluster's own network, made before kind (which then uses it) and labelled with
+        # the run and its owner: whoever finds it after a crash knows whose it is, whatever
+        # the run directory, and the reaper removes the nodes on it with it.
+        self._check(stack, ["docker", "network", "create", "--driver=bridge",
+                            "--opt=com.docker.network.bridge.enable_ip_masquerade=true",
+                            *(f"--label={k}={v}" for k, v in ctx.labels(stack.name).items()),
+                            name], 60)
         # Private from its first byte: kind writes the cluster's admin credentials into it.
         os.close(os.open(kubeconfig, os.O_CREAT | os.O_WRONLY, 0o600))
         info = StackInfo(provider="kind", project=name,
@@ -135,22 +147,24 @@ class KindProvider:
         return _Node(node.reference, node.cluster_config(), str(control_plane / "bin/kubectl"),
                      node.kubernetes)
 
-    def _kind_command(self, kind: Path, node_image: str, run_dir: Path) -> str:
-        """kind itself, or (where the engine refuses ``--privileged``) a wrapper that runs it
-        with :mod:`~pytest_stacks.providers.kind_docker` first on its PATH."""
-        if not kind_docker.privileged_refused(node_image, self._run):
-            return str(kind)
-        folder = run_dir / "kind-docker"
-        folder.mkdir(exist_ok=True)
-        shim = folder / "docker"
-        shim.write_text(f"#!/bin/sh\nexec {shlex.quote(sys.executable)} -m "
-                        f"pytest_stacks.providers.kind_docker \"$@\"\n")
-        shim.chmod(0o755)
+    def _kind_command(self, kind: Path, node_image: str, folder: Path, network: str) -> str:
+        """A wrapper that runs kind on a docker network of this cluster's own (kind's shared
+        ``kind`` network would outlive the run; this one goes with the cluster) and, where
+        the engine refuses ``--privileged``, with :mod:`~pytest_stacks.providers.kind_docker`
+        first on its PATH."""
+        folder.mkdir(parents=True, exist_ok=True)
+        lines = ["#!/bin/sh", f"{NETWORK_VARIABLE}={shlex.quote(network)}",
+                 f"export {NETWORK_VARIABLE}"]
+        if kind_docker.privileged_refused(node_image, self._run):
+            shim = folder / "docker"
+            shim.write_text(f"#!/bin/sh\nexec {shlex.quote(sys.executable)} -m "
+                            f"pytest_stacks.providers.kind_docker \"$@\"\n")
+            shim.chmod(0o755)
+            lines += [f"PATH={shlex.quote(str(folder))}:\"$PATH\"",
+                      f"{kind_docker.REAL_DOCKER}={shlex.quote(dockerutil.docker_cli())}",
+                      f"export PATH {kind_docker.REAL_DOCKER}"]
         wrapper = folder / "kind"
-        wrapper.write_text(
-            f"#!/bin/sh\nPATH={shlex.quote(str(folder))}:\"$PATH\"\n"
-            f"{kind_docker.REAL_DOCKER}={shlex.quote(dockerutil.docker_cli())}\n"
-            f"export PATH {kind_docker.REAL_DOCKER}\nexec {shlex.quote(str(kind))} \"$@\"\n")
+        wrapper.write_text("\n".join([*lines, f"exec {shlex.quote(str(kind))} \"$@\""]) + "\n")
         wrapper.chmod(0o755)
         return str(wrapper)
 
@@ -276,6 +290,9 @@ class KindProvider:
         if left.stdout.strip():
             raise InfrastructureError(stack.name, f"kind cluster {info.project}: containers "
                                       f"remain after delete: {left.stdout.split()}")
+        problem = _remove_network(self._run, info.project)
+        if problem:
+            raise InfrastructureError(stack.name, problem)
         _owner_file(ctx.run_dir.parent, info.project).unlink(missing_ok=True)
 
     def is_current(self, stack: Stack, info: StackInfo) -> bool:
@@ -314,11 +331,9 @@ def _record_owner(ctx: RunContext, cluster: str, kind: Path) -> None:
                                 "start": ctx.owner_start, "kind": str(kind)}))
 
 
-def reap(runner: Runner, root: Path, only_run: str | None = None) -> list[str]:
-    """Delete our clusters whose owner is dead (or, with ``only_run``, that run's clusters).
-    Clusters without our prefix or owner record, and the shared ``kind`` network, are never
-    touched. Returns what could not be removed."""
-    problems = []
+def _records(root: Path, only_run: str | None) -> list[tuple[Path, dict[str, object]]]:
+    """Owner records of our clusters to remove: a dead owner's, or (``only_run``) one run's."""
+    chosen = []
     for record in sorted((root / "kind-clusters").glob(f"{CLUSTER_PREFIX}*.json")):
         try:
             owner = json.loads(record.read_text())
@@ -327,12 +342,39 @@ def reap(runner: Runner, root: Path, only_run: str | None = None) -> list[str]:
         mine = only_run is not None and owner.get("run") == only_run
         dead = only_run is None and not owner_alive(int(owner.get("pid", 0)),
                                                     str(owner.get("start", "")))
-        if not (mine or dead):
-            continue
+        if mine or dead:
+            chosen.append((record, owner))
+    return chosen
+
+
+def dead_clusters(root: Path) -> list[str]:
+    """Our clusters whose owning run is dead (what :func:`reap` would delete)."""
+    return [record.stem for record, _ in _records(root, None)]
+
+
+def reap(runner: Runner, root: Path, only_run: str | None = None) -> list[str]:
+    """Delete our clusters whose owner is dead (or, with ``only_run``, that run's clusters),
+    each with its own docker network. Clusters without our prefix or owner record, and kind's
+    shared ``kind`` network, are never touched. Returns what could not be removed."""
+    problems = []
+    for record, owner in _records(root, only_run):
         done = runner([str(owner.get("kind") or "kind"), "delete", "cluster", "--name",
                        record.stem], 300)
-        if done.returncode == 0:
-            record.unlink(missing_ok=True)
+        problem = (_remove_network(runner, record.stem) if done.returncode == 0 else
+                   f"kind cluster {record.stem}: {done.stderr.strip()[-300:]}")
+        if problem:
+            problems.append(problem)
         else:
-            problems.append(f"kind cluster {record.stem}: {done.stderr.strip()[-300:]}")
+            record.unlink(missing_ok=True)
     return problems
+
+
+def _remove_network(runner: Runner, network: str) -> str:
+    """Remove the cluster's own docker network (named like the cluster, so never kind's
+    shared ``kind``); gone already is fine. Returns a problem, or ''."""
+    assert network.startswith(CLUSTER_PREFIX)
+    done = runner(["docker", "network", "rm", network], 60)
+    said = (done.stderr or done.stdout).strip()
+    if done.returncode == 0 or "not found" in said.lower() or "no such network" in said.lower():
+        return ""
+    return f"kind cluster {network}: its docker network remains: {said[-300:]}"

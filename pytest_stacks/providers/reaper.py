@@ -3,6 +3,10 @@
 A run is dead when its owner process is gone from this host (pid absent, or reused by a
 process with another start time). Live runs are never touched, so two sessions on one machine
 can clean up after crashed ones without hurting each other.
+
+kind's node containers carry kind's labels, not ours; each of our clusters runs on a labelled
+network of its own named like the cluster, so a node is its network's run's
+(``io.x-k8s.kind.cluster`` = the network's name).
 """
 
 from __future__ import annotations
@@ -26,6 +30,8 @@ from pytest_stacks.providers.labels import (
     LABEL_STACK,
 )
 from pytest_stacks.providers.labels import owner_alive as process_alive
+
+KIND_CLUSTER_LABEL = "io.x-k8s.kind.cluster"
 
 
 @dataclass
@@ -67,7 +73,10 @@ def inventory(run_id: str | None = None) -> dict[str, RunResources]:
     for container in api.containers.list(all=True, filters={"label": label}):
         bucket(container.labels).containers.append(container)
     for network in api.networks.list(filters={"label": label}):
-        bucket(network.attrs.get("Labels") or {}).networks.append(network)
+        resources = bucket(network.attrs.get("Labels") or {})
+        resources.networks.append(network)
+        resources.containers += api.containers.list(
+            all=True, filters={"label": f"{KIND_CLUSTER_LABEL}={network.name}"})
     for volume in api.volumes.list(filters={"label": label}):
         bucket(volume.attrs.get("Labels") or {}).volumes.append(volume)
     return runs
@@ -118,10 +127,12 @@ def sweep_run(run_id: str, stack: str | None = None) -> list[str]:
     left: list[str] = []
     for resources in inventory(run_id).values():
         if stack is not None:
-            resources.containers = [c for c in resources.containers
-                                    if c.labels.get(LABEL_STACK) == stack]
             resources.networks = [n for n in resources.networks
                                   if (n.attrs.get("Labels") or {}).get(LABEL_STACK) == stack]
+            clusters = {n.name for n in resources.networks}
+            resources.containers = [c for c in resources.containers
+                                    if c.labels.get(LABEL_STACK) == stack
+                                    or c.labels.get(KIND_CLUSTER_LABEL) in clusters]
             resources.volumes = [v for v in resources.volumes
                                  if (v.attrs.get("Labels") or {}).get(LABEL_STACK) == stack]
         left.extend(remove(resources))

@@ -281,8 +281,10 @@ def test_up_with_a_built_node_image_uses_kind_with_its_config_and_the_shim(
     commands = [" ".join(c) for c in runner.calls]
     create = next(c for c in runner.calls if "create" in c and "cluster" in c)
     wrapper = Path(create[0])
-    assert wrapper == ctx.run_dir / "kind-docker" / "kind" and os.access(wrapper, os.X_OK)
+    assert wrapper == ctx.run_dir / "kind-kind-local" / "kind" and os.access(wrapper, os.X_OK)
     text = wrapper.read_text()
+    assert f"PATH={wrapper.parent}:" in text and (wrapper.parent / "docker").is_file()
+    assert f"KIND_EXPERIMENTAL_DOCKER_NETWORK={info.project}" in text
     assert str(offline / "bin/kind") in text
     assert f"{kind_docker.REAL_DOCKER}=/usr/bin/docker" in text
     assert "--image pytest-stacks/kind-node:abc" in " ".join(create)
@@ -303,7 +305,9 @@ def test_an_engine_that_allows_privileged_runs_kind_itself(
     runner = Cluster(refuse_privileged=False)
     kind.KindProvider(runner).up(local_stack, ctx)
     create = next(c for c in runner.calls if "create" in c and "cluster" in c)
-    assert create[0] == str(offline / "bin/kind")
+    text = Path(create[0]).read_text()
+    assert f"exec {offline / 'bin/kind'}" in text
+    assert "PATH=" not in text and not (Path(create[0]).parent / "docker").exists()
 
 
 def test_a_kubelet_of_another_version_is_an_infrastructure_error(

@@ -112,8 +112,10 @@ def test_down_deletes_the_cluster_and_proves_it(kind_stack: Stack, ctx: RunConte
     provider = kind.KindProvider(runner)
     info = provider.up(kind_stack, ctx)
     provider.down(kind_stack, info, ctx)
-    assert [str(offline_tools / "bin/kind"), "delete", "cluster", "--name", info.project] \
-        in runner.calls
+    kind_run = ctx.run_dir / "kind-kind-mpi" / "kind"
+    assert [str(kind_run), "delete", "cluster", "--name", info.project] in runner.calls
+    assert ["docker", "network", "rm", info.project] in runner.calls
+    assert f"KIND_EXPERIMENTAL_DOCKER_NETWORK={info.project}" in kind_run.read_text()
     assert any("label=io.x-k8s.kind.cluster=" + info.project in " ".join(c)
                for c in runner.calls)
     assert not (ctx.run_dir.parent / "kind-clusters" / f"{info.project}.json").exists()
@@ -129,10 +131,12 @@ def test_the_reaper_deletes_only_dead_runs_clusters(tmp_path: Path) -> None:
     (records / "someone-else.json").write_text(json.dumps(dead))
     runner = Recorder()
     assert kind.reap(runner, tmp_path) == []
-    deleted = [c[-1] for c in runner.calls]
+    deleted = [c[-1] for c in runner.calls if "cluster" in c]
     assert deleted == ["pst-dead-x"]
     assert not (records / "pst-dead-x.json").exists() and (records / "pst-live-x.json").exists()
-    assert all("network" not in " ".join(c) for c in runner.calls)
+    # The dead cluster's own network goes with it; kind's shared network is never touched.
+    networks = [c[-1] for c in runner.calls if "network" in c]
+    assert networks == ["pst-dead-x"]
 
 
 def test_here_without_a_registry_it_fails_fast_and_says_why(kind_stack: Stack,

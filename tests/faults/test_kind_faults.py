@@ -1,0 +1,88 @@
+"""kind on this machine (``kind-1.36-local-mpi-0.8``, node image built here): a session
+stopped with SIGTERM leaves no node container and no network; one killed with SIGKILL leaves
+them, and ``pytest-stacks reap`` (or the next kind bring-up) removes them. kind's containers
+carry kind's labels, not ours, so what is looked for is kind's cluster label and our name
+prefix."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.faults.test_lifecycle_faults import LONG_TEST, _ctrl_c_as_a_terminal, _engine, _project
+
+STACK = "kind-1.36-local-mpi-0.8"
+REPO = Path(__file__).resolve().parents[2]
+
+pytestmark = pytest.mark.skipif(
+    not _engine() and os.environ.get("PYTEST_STACKS_REQUIRE_DOCKER") != "1",
+    reason="no Docker engine (scripts/setup.sh installs one)")
+
+
+def _ours() -> dict[str, list[str]]:
+    """Our kind clusters' node containers and networks, whoever owns them."""
+    nodes = subprocess.run(["docker", "ps", "-a", "--filter", "label=io.x-k8s.kind.cluster",
+                            "--format", "{{.Names}}"], capture_output=True, text=True,
+                           check=True).stdout.split()
+    networks = subprocess.run(["docker", "network", "ls", "--format", "{{.Name}}"],
+                              capture_output=True, text=True, check=True).stdout.split()
+    return {"nodes": [n for n in nodes if n.startswith("pst-")],
+            "networks": [n for n in networks if n.startswith("pst-")],
+            "kind network": [n for n in networks if n == "kind"]}
+
+
+def _start(tmp_path: Path) -> subprocess.Popen[str]:
+    marker = tmp_path / "started"
+    cmd = [*_project(tmp_path, LONG_TEST.format(marker=marker)), f"--stack={STACK}"]
+    proc = subprocess.Popen(cmd, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True, start_new_session=True, preexec_fn=_ctrl_c_as_a_terminal)
+    deadline = time.monotonic() + 1200  # a new machine builds the node image first
+    while not marker.exists():
+        if proc.poll() is not None or time.monotonic() > deadline:
+            out = proc.stdout.read() if proc.stdout else ""
+            proc.kill()
+            pytest.fail(f"the session never reached its test:\n{out[-3000:]}")
+        time.sleep(0.5)
+    return proc
+
+
+@pytest.fixture
+def nothing_before() -> None:
+    left = _ours()
+    if left["nodes"] or left["networks"]:
+        pytest.fail(f"kind clusters of ours exist before the test: {left}")
+
+
+def test_sigterm_tears_the_cluster_and_its_network_down(tmp_path: Path,
+                                                         nothing_before: None) -> None:
+    proc = _start(tmp_path)
+    up = _ours()
+    assert len(up["nodes"]) == 1 and up["networks"] == [up["nodes"][0].removesuffix(
+        "-control-plane")], up
+    os.killpg(proc.pid, signal.SIGTERM)
+    out, _ = proc.communicate(timeout=300)
+    assert proc.returncode != 0
+    assert _ours() == {"nodes": [], "networks": [], "kind network": []}, out[-3000:]
+
+
+def test_sigkill_leftovers_are_reaped(tmp_path: Path, nothing_before: None) -> None:
+    proc = _start(tmp_path)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=60)
+    left = _ours()
+    assert left["nodes"] and left["networks"], "SIGKILL cannot tear down: the cluster must stay"
+    # From another run root: the dead run's owner record is not there, its labels are.
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    reap = subprocess.run([str(Path(sys.executable).parent / "pytest-stacks"), "reap"], cwd=REPO,
+                          env={**os.environ, "TMPDIR": str(elsewhere)},
+                          capture_output=True, text=True, timeout=600, check=False)
+    assert reap.returncode == 0, reap.stdout + reap.stderr
+    assert "1 containers, 1 networks" in reap.stdout, reap.stdout
+    assert _ours() == {"nodes": [], "networks": [], "kind network": []}, reap.stdout
