@@ -76,7 +76,7 @@ def pod_start(client: object, timeout: float) -> tuple[float, float]:
     """(submit -> Running seen by the client, creation -> container start by the kubelet)."""
     started = time.monotonic()
     [handle] = submitted(client.submit([JobSpec(  # type: ignore[attr-defined]
-        script="sleep 30\n", backend_options={"keep_running": True})]))
+        script="sleep 30\n", backend_options={"keep_running": True, "shape": "pod"})]))
     wait_for(client, [handle], until=frozenset({JobState.RUNNING}),  # type: ignore[arg-type]
              timeout=timeout)
     seen = time.monotonic() - started

