@@ -130,7 +130,7 @@ def cmd_logs(args: argparse.Namespace) -> int:
     from pytest_stacks.providers.labels import LABEL_STACK
 
     containers = dockerutil.client().containers.list(
-        all=True, filters={"label": f"{LABEL_STACK}={args.name}"})
+        all=True, filters={"label": f"{LABEL_STACK}={args.name}"}, ignore_removed=True)
     if not containers:
         raise StacksError(f"no running stack {args.name!r}; start one with "
                           f"`pytest-stacks up {args.name}`")

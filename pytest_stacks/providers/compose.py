@@ -196,7 +196,8 @@ class ComposeProvider:
         labels = [f"com.docker.compose.project={info.project}"]
         if service:
             labels.append(f"com.docker.compose.service={service}")
-        return list(dockerutil.client().containers.list(all=True, filters={"label": labels}))
+        return list(dockerutil.client().containers.list(all=True, filters={"label": labels},
+                                                          ignore_removed=True))
 
     def is_current(self, stack: Stack, info: StackInfo) -> bool:
         """Whether a running stack (kept by `pytest-stacks up`) was made from today's inputs:
@@ -235,7 +236,7 @@ class ComposeProvider:
         assert stack.compose is not None
         found = dockerutil.client().containers.list(all=True, filters={"label": [
             f"com.docker.compose.project={info.project}",
-            f"com.docker.compose.service={stack.compose.service}"]})
+            f"com.docker.compose.service={stack.compose.service}"]}, ignore_removed=True)
         if not found:
             raise InfrastructureError(stack.name, f"service {stack.compose.service!r} has no "
                                       f"container in project {info.project}",

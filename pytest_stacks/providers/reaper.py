@@ -70,13 +70,17 @@ def inventory(run_id: str | None = None) -> dict[str, RunResources]:
             runs[rid] = RunResources(rid, dict(labels))
         return runs[rid]
 
-    for container in api.containers.list(all=True, filters={"label": label}):
+    # ignore_removed: a container removed between the engine's list and its inspection (another
+    # stack of this run coming up or going down at that moment) is simply not there.
+    for container in api.containers.list(all=True, filters={"label": label},
+                                         ignore_removed=True):
         bucket(container.labels).containers.append(container)
     for network in api.networks.list(filters={"label": label}):
         resources = bucket(network.attrs.get("Labels") or {})
         resources.networks.append(network)
         resources.containers += api.containers.list(
-            all=True, filters={"label": f"{KIND_CLUSTER_LABEL}={network.name}"})
+            all=True, filters={"label": f"{KIND_CLUSTER_LABEL}={network.name}"},
+            ignore_removed=True)
     for volume in api.volumes.list(filters={"label": label}):
         bucket(volume.attrs.get("Labels") or {}).volumes.append(volume)
     return runs
