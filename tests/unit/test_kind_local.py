@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from pytest_stacks import dockerutil, gobuild
+from pytest_stacks import dockerutil
 from pytest_stacks.errors import InfrastructureError, ManifestError, StacksError
 from pytest_stacks.manifest import Stack, loads
 from pytest_stacks.providers import images, kind, kind_docker, kind_node_image
@@ -245,20 +245,8 @@ def local_stack() -> Stack:
 
 
 @pytest.fixture
-def ctx(tmp_path: Path) -> RunContext:
-    run_dir = tmp_path / "runs" / "20261201000000-abcdef12"
-    run_dir.mkdir(parents=True)
-    return RunContext.for_this_process("20261201000000-abcdef12", run_dir)
-
-
-@pytest.fixture
-def offline(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
-    tools = tmp_path / "tools"
-    (tools / "files").mkdir(parents=True)
-    (tools / "files" / kind.OPERATOR_MANIFEST).write_text(
-        "kind: Deployment\nspec:\n  template:\n    spec:\n      containers:\n"
-        "      - image: mpioperator/mpi-operator:0.8.2\n")
-    monkeypatch.setattr(gobuild, "ensure_built", lambda *a, **k: tools)
+def offline(monkeypatch: pytest.MonkeyPatch, kind_tools: Path) -> Path:
+    tools = kind_tools
     monkeypatch.setattr(images, "ensure_base_image", lambda base: f"seeded:{base.seed}")
     monkeypatch.setattr(images, "ensure_image", lambda *a, **k: pytest.fail("no pull here"))
     monkeypatch.setattr(dockerutil, "image_exists", lambda reference: True)

@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 
-from pytest_stacks import gobuild
 from pytest_stacks.errors import InfrastructureError
 from pytest_stacks.manifest import Stack, loads
 from pytest_stacks.providers import images, kind
@@ -62,22 +61,9 @@ def kind_stack() -> Stack:
 
 
 @pytest.fixture
-def ctx(tmp_path: Path) -> RunContext:
-    run_dir = tmp_path / "runs" / "20261201000000-abcdef12"
-    run_dir.mkdir(parents=True)
-    return RunContext.for_this_process("20261201000000-abcdef12", run_dir)
-
-
-@pytest.fixture
-def offline_tools(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
-    tools = tmp_path / "tools"
-    (tools / "files").mkdir(parents=True)
-    (tools / "files" / kind.OPERATOR_MANIFEST).write_text(
-        "kind: Deployment\nspec:\n  template:\n    spec:\n      containers:\n"
-        "      - image: mpioperator/mpi-operator:0.8\n")
+def offline_tools(monkeypatch: pytest.MonkeyPatch, kind_tools: Path) -> Path:
     monkeypatch.setattr(images, "ensure_image", lambda *a, **k: None)
-    monkeypatch.setattr(gobuild, "ensure_built", lambda *a, **k: tools)
-    return tools
+    return kind_tools
 
 
 def test_up_runs_kind_and_installs_the_pinned_operator(kind_stack: Stack, ctx: RunContext,

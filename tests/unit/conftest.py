@@ -1,0 +1,31 @@
+"""Fixtures the kind provider's unit tests share (test_kind_provider, test_kind_local)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pytest_stacks import gobuild
+from pytest_stacks.providers import kind
+from pytest_stacks.providers.base import RunContext
+
+
+@pytest.fixture
+def ctx(tmp_path: Path) -> RunContext:
+    run_dir = tmp_path / "runs" / "20261201000000-abcdef12"
+    run_dir.mkdir(parents=True)
+    return RunContext.for_this_process("20261201000000-abcdef12", run_dir)
+
+
+@pytest.fixture
+def kind_tools(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    """kind's tools folder as if built: the operator's release manifest (its floating image
+    to be pinned) and every Go build answered with this folder."""
+    tools = tmp_path / "tools"
+    (tools / "files").mkdir(parents=True)
+    (tools / "files" / kind.OPERATOR_MANIFEST).write_text(
+        "kind: Deployment\nspec:\n  template:\n    spec:\n      containers:\n"
+        "      - image: mpioperator/mpi-operator:0.8\n")
+    monkeypatch.setattr(gobuild, "ensure_built", lambda *a, **k: tools)
+    return tools
