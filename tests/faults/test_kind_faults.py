@@ -10,12 +10,11 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
-from tests.faults.test_lifecycle_faults import LONG_TEST, _ctrl_c_as_a_terminal, _engine, _project
+from tests.faults.test_lifecycle_faults import _engine, _start_long
 
 STACK = "kind-1.36-local-mpi-0.8"
 REPO = Path(__file__).resolve().parents[2]
@@ -38,17 +37,9 @@ def _ours() -> dict[str, list[str]]:
 
 
 def _start(tmp_path: Path) -> subprocess.Popen[str]:
-    marker = tmp_path / "started"
-    cmd = [*_project(tmp_path, LONG_TEST.format(marker=marker)), f"--stack={STACK}"]
-    proc = subprocess.Popen(cmd, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True, start_new_session=True, preexec_fn=_ctrl_c_as_a_terminal)
-    deadline = time.monotonic() + 1200  # a new machine builds the node image first
-    while not marker.exists():
-        if proc.poll() is not None or time.monotonic() > deadline:
-            out = proc.stdout.read() if proc.stdout else ""
-            proc.kill()
-            pytest.fail(f"the session never reached its test:\n{out[-3000:]}")
-        time.sleep(0.5)
+    """A session in its long test on the kind stack; the cluster's network carries the
+    session's owner labels, which ``_start_long`` checks."""
+    proc, _ = _start_long(tmp_path, STACK, wait=1200)  # a new machine builds the image first
     return proc
 
 

@@ -75,12 +75,15 @@ def _ctrl_c_as_a_terminal() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
-def _start_long(tmp_path: Path, stack: str = STACK) -> tuple[subprocess.Popen[str], Path]:
+def _start_long(tmp_path: Path, stack: str = STACK, wait: float = 600,
+                ) -> tuple[subprocess.Popen[str], Path]:
+    """A session whose one test runs for 10 minutes, once it has reached that test (within
+    ``wait`` seconds: a stack built on first use needs longer)."""
     marker = tmp_path / "started"
     cmd = [*_project(tmp_path, LONG_TEST.format(marker=marker)), f"--stack={stack}"]
     proc = subprocess.Popen(cmd, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             text=True, start_new_session=True, preexec_fn=_ctrl_c_as_a_terminal)
-    deadline = time.monotonic() + 600
+    deadline = time.monotonic() + wait
     while not marker.exists():
         if proc.poll() is not None or time.monotonic() > deadline:
             out = proc.stdout.read() if proc.stdout else ""
