@@ -34,10 +34,10 @@ class BackendSpec:
 
 @dataclass(frozen=True)
 class ProviderSpec:
-    """One provider (how a stack comes up and goes down); None: not implemented yet."""
+    """One provider (how a stack comes up and goes down) and the class that implements it."""
 
     name: str
-    factory: str | None
+    factory: str
 
 
 BACKENDS: dict[str, BackendSpec] = {

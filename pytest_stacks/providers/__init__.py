@@ -12,12 +12,7 @@ from pytest_stacks.providers.base import FakeFactory, Provider, StackAdapter
 
 
 def provider_for(stack: Stack) -> Provider:
-    spec = registry.PROVIDERS[stack.provider]
-    if spec.factory is None:
-        from pytest_stacks.providers.unavailable import Unavailable
-
-        return Unavailable(spec.name)
-    return cast(Provider, registry.resolve(spec.factory)())
+    return cast(Provider, registry.resolve(registry.PROVIDERS[stack.provider].factory)())
 
 
 def stack_adapter(stack: Stack) -> StackAdapter:

@@ -100,6 +100,12 @@ class Attached:
 
 @runtime_checkable
 class Provider(Protocol):
+    def preflight(self, stack: Stack, ctx: RunContext) -> None:
+        """Refuse in seconds what cannot come up here (no engine, an image with no registry to
+        pull it from, no toolchain), before anything slow. ``up`` starts with it; ``doctor``
+        asks it alone. Raises StacksError naming the fix."""
+        ...
+
     def up(self, stack: Stack, ctx: RunContext) -> StackInfo:
         """Bring the stack up and wait until its daemons serve. Returns what any process of the
         run can attach with. Raises InfrastructureError."""

@@ -25,7 +25,7 @@ from pytest_stacks import dockerutil
 from pytest_stacks.errors import InfrastructureError, StacksError
 from pytest_stacks.manifest import Stack
 from pytest_stacks.polling import poll_until
-from pytest_stacks.providers import images, reaper, ssh_access, stack_adapter
+from pytest_stacks.providers import images, preflight, reaper, ssh_access, stack_adapter
 from pytest_stacks.providers.base import Attached, RunContext, StackInfo
 from pytest_stacks.providers.labels import LABEL_STACK
 from pytest_stacks.transports.docker_exec import DockerExecTransport
@@ -97,11 +97,23 @@ class ComposeProvider:
     def _env(self, info: StackInfo) -> dict[str, str]:
         return {**os.environ, **info.env}
 
+    def preflight(self, stack: Stack, ctx: RunContext) -> None:
+        """Everything that can refuse in seconds, before any seed, pull, Go or image build."""
+        preflight.engine()
+        preflight.compose()
+        if stack.base_image is not None:
+            preflight.base_obtainable(stack.base_image)
+        upstream = _upstream_reference(stack, ctx)
+        if upstream:
+            preflight.image_obtainable(upstream)
+        if "go" in stack.requires:
+            preflight.go_toolchain()
+
     def up(self, stack: Stack, ctx: RunContext) -> StackInfo:
         assert stack.compose is not None
         upstream = _upstream_reference(stack, ctx)
         try:
-            dockerutil.client()
+            self.preflight(stack, ctx)
             reaper.reap_dead(keep_run=ctx.run_id)
             base = images.ensure_base_image(stack.base_image) if stack.base_image else ""
             if upstream:

@@ -12,8 +12,11 @@ from pytest_stacks.providers.base import Attached, RunContext, StackInfo
 
 
 class FakeProvider:
-    def up(self, stack: Stack, ctx: RunContext) -> StackInfo:
+    def preflight(self, stack: Stack, ctx: RunContext) -> None:
         fake_factory(stack)  # no fake for the backend: an infrastructure error now, not later
+
+    def up(self, stack: Stack, ctx: RunContext) -> StackInfo:
+        self.preflight(stack, ctx)
         return StackInfo(provider="fake")
 
     def attach(self, stack: Stack, info: StackInfo, ctx: RunContext) -> Attached:

@@ -37,7 +37,7 @@ from pytest_stacks import cancellation, dockerutil, gobuild
 from pytest_stacks.backends.kubernetes import builds
 from pytest_stacks.errors import InfrastructureError, StacksError
 from pytest_stacks.manifest import Stack
-from pytest_stacks.providers import images, kind_docker, kind_node_image, reaper
+from pytest_stacks.providers import images, kind_docker, kind_node_image, preflight, reaper
 from pytest_stacks.providers.base import Attached, RunContext, StackInfo
 from pytest_stacks.providers.labels import owner_alive
 from pytest_stacks.transports import CommandResult
@@ -95,9 +95,24 @@ class KindProvider:
     def __init__(self, runner: Runner = run_command) -> None:
         self._run = runner
 
+    def preflight(self, stack: Stack, ctx: RunContext) -> None:
+        """Everything that can refuse in seconds (the engine, the node image present or
+        pullable, a base to build one from, Go for kind itself), before any build."""
+        assert stack.kind is not None
+        preflight.engine()
+        if stack.kind.node_image is not None:
+            preflight.image_obtainable(stack.kind.node_image.reference)
+        else:
+            assert stack.kind.node_build is not None
+            preflight.base_obtainable(stack.kind.node_build.base_image)
+        if stack.kind.worker_image is not None and stack.base_image is not None:
+            preflight.base_obtainable(stack.base_image)
+        preflight.go_toolchain()
+
     def up(self, stack: Stack, ctx: RunContext) -> StackInfo:
         assert stack.kind is not None
         try:
+            self.preflight(stack, ctx)
             tools = gobuild.ensure_built(tools_build(stack), timeout=stack.timeouts.build)
             node = self._node(stack)
             name = cluster_name(stack, ctx)

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from pytest_stacks import gobuild
-from pytest_stacks.providers import kind
+from pytest_stacks.providers import kind, preflight
 from pytest_stacks.providers.base import RunContext
 
 
@@ -19,9 +19,17 @@ def ctx(tmp_path: Path) -> RunContext:
 
 
 @pytest.fixture
-def kind_tools(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+def host_ready(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A host whose preflight passes: engine, images, base images and Go all there."""
+    for check in ("engine", "compose", "image_obtainable", "base_obtainable", "go_toolchain"):
+        monkeypatch.setattr(preflight, check, lambda *a, **k: None)
+
+
+@pytest.fixture
+def kind_tools(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, host_ready: None) -> Path:
     """kind's tools folder as if built: the operator's release manifest (its floating image
-    to be pinned) and every Go build answered with this folder."""
+    to be pinned) and every Go build answered with this folder, on a host whose preflight
+    passes."""
     tools = tmp_path / "tools"
     (tools / "files").mkdir(parents=True)
     (tools / "files" / kind.OPERATOR_MANIFEST).write_text(

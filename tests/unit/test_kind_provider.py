@@ -6,15 +6,15 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import time
 from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 
+from pytest_stacks import dockerutil, gobuild
 from pytest_stacks.errors import InfrastructureError
 from pytest_stacks.manifest import Stack, loads
-from pytest_stacks.providers import images, kind
+from pytest_stacks.providers import images, kind, preflight
 from pytest_stacks.providers.base import RunContext
 from pytest_stacks.providers.labels import process_start_time
 
@@ -125,13 +125,34 @@ def test_the_reaper_deletes_only_dead_runs_clusters(tmp_path: Path) -> None:
     assert networks == ["pst-dead-x"]
 
 
-def test_here_without_a_registry_it_fails_fast_and_says_why(kind_stack: Stack,
-                                                            ctx: RunContext) -> None:
-    """For real, on this machine: no node image can be pulled, so `up` stops at once."""
+def test_here_without_a_registry_it_refuses_before_building_anything(
+        kind_stack: Stack, ctx: RunContext, monkeypatch: pytest.MonkeyPatch) -> None:
+    """For real, on this machine: no node image can be pulled, so `up` refuses before any Go
+    build, image build or seed is started (on a new machine those take minutes)."""
     if images.registry_reachable():
         pytest.skip("a registry answers here: kind would really start")
-    started = time.monotonic()
+    slow: list[str] = []
+    monkeypatch.setattr(gobuild, "ensure_built", lambda build, **_: slow.append(build.name))
+    monkeypatch.setattr(images, "ensure_base_image", lambda base: slow.append(base.seed))
+    monkeypatch.setattr(images, "seed_debian", lambda suite: slow.append(suite))
+    monkeypatch.setattr(preflight, "engine", lambda: None)  # the unit lane needs no engine
+    monkeypatch.setattr(dockerutil, "image_exists", lambda reference: False)
+    runner = Recorder()
     with pytest.raises(InfrastructureError) as caught:
-        kind.KindProvider(Recorder()).up(kind_stack, ctx)
-    assert time.monotonic() - started < 15
+        kind.KindProvider(runner).up(kind_stack, ctx)
     assert "kindest/node:v1.36.4" in str(caught.value) and "registry" in str(caught.value)
+    assert slow == [] and runner.calls == []
+    assert not (ctx.run_dir.parent / "kind-clusters").exists()
+
+
+def test_without_go_it_refuses_before_building_anything(
+        kind_stack: Stack, ctx: RunContext, monkeypatch: pytest.MonkeyPatch) -> None:
+    slow: list[str] = []
+    monkeypatch.setattr(gobuild, "ensure_built", lambda build, **_: slow.append(build.name))
+    monkeypatch.setattr(preflight, "engine", lambda: None)
+    monkeypatch.setattr(dockerutil, "image_exists", lambda reference: True)
+    monkeypatch.setattr(gobuild, "go_binary", lambda: (_ for _ in ()).throw(
+        gobuild.GoBuildError("the Go toolchain is not installed")))
+    with pytest.raises(InfrastructureError, match="Go toolchain"):
+        kind.KindProvider(Recorder()).up(kind_stack, ctx)
+    assert slow == []

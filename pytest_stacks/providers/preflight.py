@@ -1,0 +1,66 @@
+"""What can refuse a bring-up in seconds, asked before anything that takes minutes.
+
+A stack that cannot come up on this host (no engine, an upstream image with no registry to pull
+it from, no Go toolchain for its pinned programs, no way to make its Debian base) must say so at
+once. Asked after a Go build or an image build, the same refusal costs a new machine tens of
+minutes first. Each check raises :class:`~pytest_stacks.errors.StacksError` naming the fix;
+none of them builds, pulls or seeds anything.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+from pytest_stacks import dockerutil, gobuild
+from pytest_stacks.errors import StacksError
+from pytest_stacks.manifest import BaseImage
+from pytest_stacks.providers import images
+
+
+def engine() -> None:
+    """A Docker engine answers (EngineUnavailable with the fix otherwise)."""
+    dockerutil.client()
+
+
+def compose() -> None:
+    """The Compose v2 plugin answers ``docker compose version``."""
+    done = dockerutil.run_cli(["compose", "version", "--short"], timeout=30)
+    if done.returncode != 0:
+        raise StacksError(f"`docker compose` is not available ({done.stderr.strip()[-200:]}); "
+                          f"`pytest-stacks doctor --fix` installs the Compose v2 plugin")
+
+
+def image_obtainable(reference: str) -> None:
+    """An upstream image is here, or a registry answers to pull it from."""
+    if dockerutil.image_exists(reference) or images.registry_reachable():
+        return
+    raise images.ImageError(
+        f"image {reference} is not available locally and no registry is reachable from this "
+        f"host ({images.REGISTRY_HOST}:443 does not answer). Run this stack where a registry is "
+        f"reachable (a developer machine or a GitHub-hosted runner), or `docker load` the image "
+        f"first.")
+
+
+def base_obtainable(base: BaseImage) -> None:
+    """A Debian base image is here, can be pulled, or can be seeded with debootstrap as root."""
+    if dockerutil.image_exists(base.registry_reference) or \
+            dockerutil.image_exists(base.seeded_reference) or images.registry_reachable():
+        return
+    debootstrap = shutil.which("debootstrap") or "/usr/sbin/debootstrap"
+    if not Path(debootstrap).exists():
+        raise images.ImageError(
+            f"base image {base.registry_reference} is not here, no registry is reachable, and "
+            f"debootstrap is not installed to seed {base.seeded_reference}: apt-get install "
+            f"debootstrap (or `pytest-stacks doctor --fix`)")
+    if os.geteuid() != 0:
+        raise images.ImageError(
+            f"base image {base.registry_reference} is not here and no registry is reachable; "
+            f"seeding it needs root: run `sudo pytest-stacks seed {base.seed}` once")
+
+
+def go_toolchain() -> None:
+    """The Go toolchain that builds a stack's pinned programs is installed."""
+    gobuild.go_binary()
+
