@@ -22,7 +22,7 @@ from pathlib import Path
 
 from filelock import FileLock
 
-from pytest_stacks import cancellation
+from pytest_stacks import cancellation, progress
 from pytest_stacks.errors import StacksError
 
 GO_CANDIDATES = ("/usr/local/go/bin/go",)
@@ -78,7 +78,8 @@ def ensure_built(build: GoModuleBuild, *, timeout: float = 3600) -> Path:
     if (target / COMPLETE).exists():
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
-    with FileLock(str(target) + ".lock"):  # two sessions: one builds, the other waits
+    with progress.step(f"Go build {build.name}"), \
+            FileLock(str(target) + ".lock"):  # two sessions: one builds, the other waits
         if (target / COMPLETE).exists():
             return target
         shutil.rmtree(target, ignore_errors=True)
@@ -162,7 +163,7 @@ def ensure_local_built(name: str, source: Path, *, timeout: float = 600) -> Path
     if (target / COMPLETE).exists():
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
-    with FileLock(str(target) + ".lock"):
+    with progress.step(f"Go build {name}"), FileLock(str(target) + ".lock"):
         if (target / COMPLETE).exists():
             return target
         shutil.rmtree(target, ignore_errors=True)

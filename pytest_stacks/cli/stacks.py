@@ -1,4 +1,4 @@
-"""The stack commands: list, show, doctor, seed, reap, up, down, logs."""
+"""The stack commands: list, show, doctor, seed, reap, up, down, logs, timings."""
 
 from __future__ import annotations
 
@@ -140,6 +140,15 @@ def cmd_logs(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_timings(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from pytest_stacks import progress
+
+    print(progress.summary(Path(args.path)))
+    return 0
+
+
 def register(sub: Any) -> None:
     sub.add_parser("list", help="table of the manifest's stacks").set_defaults(func=cmd_list)
     show = sub.add_parser("show", help="one stack in full")
@@ -168,3 +177,7 @@ def register(sub: Any) -> None:
     logs.add_argument("name")
     logs.add_argument("--tail", type=int, default=200)
     logs.set_defaults(func=cmd_logs)
+    timings = sub.add_parser("timings", help="where bring-ups spent their time: the file "
+                             "PYTEST_STACKS_TIMINGS named, summed per step")
+    timings.add_argument("path")
+    timings.set_defaults(func=cmd_timings)

@@ -18,7 +18,7 @@ import time
 from collections.abc import Iterable
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 
-from pytest_stacks import cancellation
+from pytest_stacks import cancellation, progress
 from pytest_stacks.errors import InfrastructureError
 from pytest_stacks.lifecycle.probe import functional_probe
 from pytest_stacks.lifecycle.rundir import RunDirectory, StackRecord, kept_records
@@ -134,6 +134,10 @@ class StackPool:
         return None
 
     def _bring_up(self, stack: Stack) -> StackRecord:
+        with progress.for_stack(stack.name):
+            return self._bring_up_here(stack)
+
+    def _bring_up_here(self, stack: Stack) -> StackRecord:
         borrowed = self._borrow_kept(stack)
         if borrowed is not None:
             return borrowed
@@ -141,7 +145,8 @@ class StackPool:
         started, started_at = time.monotonic(), time.time()
         attached: Attached | None = None
         try:
-            info = provider.up(stack, self.ctx)
+            with progress.step("bring-up"):
+                info = provider.up(stack, self.ctx)
             # Recorded before it is proven, so teardown finds it even when the proof fails.
             self.run_dir.write_record(StackRecord(stack.name, info, started_at=started_at))
             attached = provider.attach(stack, info, self.ctx)
@@ -165,7 +170,8 @@ class StackPool:
             raise InfrastructureError(
                 stack.name, f"the daemon reports version {observed!r} but the manifest pins "
                 f"{stack.version!r}. Rebuild the stack's image, or fix the pin.")
-        functional_probe(stack, attached)
+        with progress.step("functional probe"):
+            functional_probe(stack, attached)
         return StackRecord(stack.name, info, observed, versions.get("client", ""))
 
     def check_health(self, stack: Stack) -> InfrastructureError | None:

@@ -21,7 +21,7 @@ from typing import Any
 
 import yaml
 
-from pytest_stacks import dockerutil
+from pytest_stacks import dockerutil, progress
 from pytest_stacks.errors import InfrastructureError, StacksError
 from pytest_stacks.manifest import Stack
 from pytest_stacks.polling import poll_until
@@ -128,8 +128,9 @@ class ComposeProvider:
         try:
             if not upstream:
                 self._build(stack, info)
-            started = dockerutil.run_cli([*self._base_cmd(info), "up", "-d", "--no-build"],
-                                         env=self._env(info), timeout=stack.timeouts.up)
+            with progress.step("compose up"):
+                started = dockerutil.run_cli([*self._base_cmd(info), "up", "-d", "--no-build"],
+                                             env=self._env(info), timeout=stack.timeouts.up)
             if started.returncode != 0:
                 raise InfrastructureError(
                     stack.name, f"`docker compose up` failed:\n{_tail(started.stderr)}",
@@ -177,7 +178,8 @@ class ComposeProvider:
         transport = DockerExecTransport(container)
         adapter = stack_adapter(stack)
         try:
-            adapter.wait_ready(transport, stack.timeouts.ready)
+            with progress.step("waiting for the daemons' readiness"):
+                adapter.wait_ready(transport, stack.timeouts.ready)
         except TimeoutError as exc:
             raise InfrastructureError(
                 stack.name, f"daemons not ready after {stack.timeouts.ready:.0f}s: {exc}",
@@ -232,8 +234,9 @@ class ComposeProvider:
             return
         started = time.monotonic()
         extra = ["--no-cache"] if info.remove_image else []
-        result = dockerutil.run_cli([*self._base_cmd(info), "build", *extra],
-                                    env=self._env(info), timeout=stack.timeouts.build)
+        with progress.step(f"image build {info.image}"):
+            result = dockerutil.run_cli([*self._base_cmd(info), "build", *extra],
+                                        env=self._env(info), timeout=stack.timeouts.build)
         # Compose 2.40 with the classic builder of engine 20.10 exits 0 after a failed build
         # (seen here), so success is the image existing, not the exit code.
         if result.returncode != 0 or not dockerutil.image_exists(info.image):

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from filelock import FileLock
 
-from pytest_stacks import dockerutil
+from pytest_stacks import dockerutil, progress
 from pytest_stacks.errors import StacksError
 from pytest_stacks.manifest import BaseImage
 
@@ -83,7 +83,7 @@ def seed_debian(suite: str) -> str:
     """debootstrap ``suite`` (minbase) and import it as pytest-stacks/debian-base:SUITE."""
     reference = f"pytest-stacks/debian-base:{suite}"
     lock = Path(tempfile.gettempdir()) / f"pytest-stacks-seed-{suite}.lock"
-    with FileLock(str(lock)):
+    with progress.step(f"debootstrap {suite}"), FileLock(str(lock)):
         if dockerutil.image_exists(reference):
             return reference
         debootstrap = shutil.which("debootstrap") or "/usr/sbin/debootstrap"

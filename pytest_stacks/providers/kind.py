@@ -33,7 +33,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from pytest_stacks import cancellation, dockerutil, gobuild
+from pytest_stacks import cancellation, dockerutil, gobuild, progress
 from pytest_stacks.backends.kubernetes import builds
 from pytest_stacks.errors import InfrastructureError, StacksError
 from pytest_stacks.manifest import Stack
@@ -141,7 +141,8 @@ class KindProvider:
             config = ctx.run_dir / f"{stack.name}.kind.yaml"
             config.write_text(node.config)
             create += ["--config", str(config)]
-        self._check(stack, create, stack.timeouts.up)
+        with progress.step("kind create cluster"):
+            self._check(stack, create, stack.timeouts.up)
         self._install_operator(stack, info, tools / "files" / OPERATOR_MANIFEST, ctx.run_dir)
         info.endpoints.update(self._observed(stack, info, node))
         return info
@@ -154,9 +155,10 @@ class KindProvider:
         build = stack.kind.node_build
         assert build is not None
         base = images.ensure_base_image(build.base_image)
-        node = kind_node_image.ensure_node_image(
-            build.directory, dict(build.build_args), base, where=f"stack {stack.name}",
-            timeout=stack.timeouts.build)
+        with progress.step("kind node image"):
+            node = kind_node_image.ensure_node_image(
+                build.directory, dict(build.build_args), base, where=f"stack {stack.name}",
+                timeout=stack.timeouts.build)
         control_plane = gobuild.ensure_built(builds.control_plane(node.kubernetes),
                                              timeout=stack.timeouts.build)
         return _Node(node.reference, node.cluster_config(), str(control_plane / "bin/kubectl"),
@@ -189,22 +191,27 @@ class KindProvider:
         kind = info.endpoints["kind"]
         if stack.kind.worker_image is not None:
             self._build_worker(stack)
-            self._check(stack, [kind, "load", "docker-image",
-                                stack.kind.worker_image.reference, "--name", info.project], 600)
+            with progress.step("kind load worker image"):
+                self._check(stack, [kind, "load", "docker-image",
+                                    stack.kind.worker_image.reference, "--name", info.project],
+                            600)
         if stack.kind.node_build is not None:
             reference = self._local_operator_image(stack)
-            self._check(stack, [kind, "load", "docker-image", reference, "--name",
-                                info.project], 600)
+            with progress.step("kind load operator image"):
+                self._check(stack, [kind, "load", "docker-image", reference, "--name",
+                                    info.project], 600)
         else:
             reference = (stack.kind.operator_image.reference if stack.kind.operator_image
                          else f"mpioperator/mpi-operator:{stack.kind.operator_version}")
         pinned = run_dir / f"{stack.name}.{OPERATOR_MANIFEST}"
         pinned.write_text(pin_operator_image(manifest.read_text(), reference))
         kubectl = [info.endpoints["kubectl"], "--kubeconfig", info.endpoints["kubeconfig"]]
-        self._check(stack, [*kubectl, "apply", "--server-side", "-f", str(pinned)], 300)
-        self._check(stack, [*kubectl, "-n", "mpi-operator", "rollout", "status",
-                            "deployment/mpi-operator", f"--timeout={stack.timeouts.ready:.0f}s"],
-                    stack.timeouts.ready + 30)
+        with progress.step("operator install and rollout"):
+            self._check(stack, [*kubectl, "apply", "--server-side", "-f", str(pinned)], 300)
+            self._check(stack, [*kubectl, "-n", "mpi-operator", "rollout", "status",
+                                "deployment/mpi-operator",
+                                f"--timeout={stack.timeouts.ready:.0f}s"],
+                        stack.timeouts.ready + 30)
 
     def _local_operator_image(self, stack: Stack) -> str:
         """Our build of the pinned operator, in an image of its own (no registry here)."""
@@ -254,9 +261,10 @@ class KindProvider:
         except StacksError as exc:
             raise InfrastructureError(stack.name, str(exc)) from None
         args = [f"--build-arg={k}={v}" for k, v in stack.compose.build_args.items()]
-        self._check(stack, ["docker", "build", "-q", "-t", reference, *args,
-                            f"--build-arg=BASE_IMAGE={base}", str(stack.compose.directory)],
-                    stack.timeouts.build)
+        with progress.step(f"image build {reference}"):
+            self._check(stack, ["docker", "build", "-q", "-t", reference, *args,
+                                f"--build-arg=BASE_IMAGE={base}", str(stack.compose.directory)],
+                        stack.timeouts.build)
 
     def _check(self, stack: Stack, argv: Sequence[str], timeout: float) -> str:
         done = self._run(argv, timeout)

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from filelock import FileLock
 
-from pytest_stacks import dockerutil, gobuild
+from pytest_stacks import dockerutil, gobuild, progress
 from pytest_stacks.errors import StacksError
 from pytest_stacks.manifest import Stack
 
@@ -91,7 +91,8 @@ def ensure_node_images(stack: Stack, *, timeout: float) -> NodeImages:
     if (target / COMPLETE).exists():
         return NodeImages(target, pause, worker)
     target.parent.mkdir(parents=True, exist_ok=True)
-    with FileLock(str(target) + ".lock"):  # two sessions: one builds, the other waits
+    with progress.step("worker and pause images for the node"), \
+            FileLock(str(target) + ".lock"):  # two sessions: one builds, the other waits
         if not (target / COMPLETE).exists():
             shutil.rmtree(target, ignore_errors=True)
             target.mkdir()

@@ -1,0 +1,124 @@
+"""Long steps said while they happen, and timed: where a bring-up's minutes go.
+
+A first bring-up on a new machine builds Go programs and images for many minutes; a person
+must be able to tell that from a hang, and a maintainer must be able to see which step to
+make faster. Every slow step (a Go build, an image build, a seed, a cluster's creation, the
+readiness wait, the probe) runs inside :func:`step`, which
+
+- tells the registered listeners a line when it starts and when it ends (the pytest plugin
+  writes them on the terminal, the CLI on stderr; nobody listening means nothing is said), and
+- appends one JSON line per finished step to the file named by ``PYTEST_STACKS_TIMINGS``
+  (``scripts/test.sh`` sets it and prints the sum per step at the end).
+
+Which stack a step serves is carried in a context variable set by the bring-up, so the Go
+build deep below it needs no stack argument. Nothing here knows about pytest.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import json
+import os
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+TIMINGS_ENV = "PYTEST_STACKS_TIMINGS"
+Listener = Callable[[str], None]
+
+_stack: contextvars.ContextVar[str] = contextvars.ContextVar("pytest_stacks_stack", default="")
+_listeners: list[Listener] = []
+_lock = threading.Lock()
+
+
+def listen(listener: Listener) -> Callable[[], None]:
+    """Hear every step's start and end line; returns the call that stops listening."""
+    with _lock:
+        _listeners.append(listener)
+
+    def stop() -> None:
+        with _lock:
+            if listener in _listeners:
+                _listeners.remove(listener)
+    return stop
+
+
+def say(text: str) -> None:
+    """One line to every listener (prefixed with the current stack, when there is one)."""
+    name = _stack.get()
+    line = f"{name}: {text}" if name else text
+    with _lock:
+        listeners = list(_listeners)
+    for listener in listeners:
+        try:
+            listener(line)
+        except Exception:  # a broken terminal must not break a bring-up
+            continue
+
+
+@contextmanager
+def for_stack(name: str) -> Iterator[None]:
+    """Steps inside are the bring-up of stack ``name``."""
+    token = _stack.set(name)
+    try:
+        yield
+    finally:
+        _stack.reset(token)
+
+
+@contextmanager
+def step(what: str) -> Iterator[None]:
+    """Say ``what`` is starting, time it, and say how it ended."""
+    say(f"{what} ...")
+    started = time.monotonic()
+    outcome = "failed"
+    try:
+        yield
+        outcome = "done"
+    finally:
+        seconds = time.monotonic() - started
+        say(f"{what} {outcome} in {_human(seconds)}")
+        _record(what, outcome, seconds)
+
+
+def _human(seconds: float) -> str:
+    return f"{seconds:.1f} s" if seconds < 90 else f"{int(seconds // 60)} min {seconds % 60:.0f} s"
+
+
+def _record(what: str, outcome: str, seconds: float) -> None:
+    path = os.environ.get(TIMINGS_ENV)
+    if not path:
+        return
+    line = json.dumps({"stack": _stack.get(), "step": what, "outcome": outcome,
+                       "seconds": round(seconds, 1), "pid": os.getpid(),
+                       "at": time.strftime("%H:%M:%S")})
+    try:
+        with _lock, open(Path(path), "a", encoding="utf-8") as handle:
+            handle.write(line + "\n")
+    except OSError:  # timings are diagnostics: never a reason for a bring-up to fail
+        return
+
+
+def summary(path: Path) -> str:
+    """The timings file as a table, slowest first: each step once with its total time."""
+    rows: dict[str, list[float]] = {}
+    stacks: dict[str, set[str]] = {}
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return f"(no timings at {path})"
+    for line in lines:
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue
+        rows.setdefault(entry["step"], []).append(float(entry["seconds"]))
+        if entry.get("stack"):
+            stacks.setdefault(entry["step"], set()).add(entry["stack"])
+    out = [f"{'seconds':>8}  {'times':>5}  step (stacks)"]
+    for what, values in sorted(rows.items(), key=lambda kv: -sum(kv[1])):
+        who = ", ".join(sorted(stacks.get(what, ())))
+        out.append(f"{sum(values):8.1f}  {len(values):5d}  {what}" + (f" ({who})" if who else ""))
+    return "\n".join(out)
