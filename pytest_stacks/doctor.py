@@ -186,6 +186,24 @@ def checks(manifest: Manifest | None, stacks: Sequence[Stack] = ()) -> list[Chec
     return out
 
 
+def host_offers() -> frozenset[str]:
+    """What this machine offers of the manifest's ``requires`` words, asked now: ``docker``
+    (an engine answers), ``go`` (a toolchain), ``registry`` (one answers), ``kind`` (kind's
+    upstream node images: a registry and kubectl)."""
+    from pytest_stacks.providers import images
+
+    offered = set()
+    if _engine_answers():
+        offered.add("docker")
+    if _go_check().ok:
+        offered.add("go")
+    if images.registry_reachable():
+        offered.add("registry")
+        if shutil.which("kubectl"):
+            offered.add("kind")
+    return frozenset(offered)
+
+
 def _go_check() -> Check:
     """Stacks that build pinned programs from their Go modules need a Go toolchain (1.24+)."""
     from pytest_stacks import gobuild

@@ -14,6 +14,7 @@ import math
 import re
 from typing import Any
 
+from pytest_stacks.ci import scope
 from pytest_stacks.errors import StacksError
 from pytest_stacks.manifest import LANES, Manifest, Stack
 from pytest_stacks.versions import in_series
@@ -98,8 +99,10 @@ def _artifact_name(lane: str, stack: Stack) -> str:
     return f"stack-logs-{lane}-{safe}"
 
 
-def row(stack: Stack, lane: str) -> dict[str, Any]:
-    """One matrix row: a job's whole description."""
+def row(stack: Stack, lane: str, tests: str = "") -> dict[str, Any]:
+    """One matrix row: a job's whole description. ``tests``: what pytest must run on the
+    stack (paths, -k, -m; empty: the project's default tests); a job's results stand in the
+    table only for exactly this scope or the whole suite."""
     inputs = build_inputs(stack, lane)
     pytest_args = f"--stack={stack.name}"
     if lane == "canary":
@@ -117,6 +120,7 @@ def row(stack: Stack, lane: str) -> dict[str, Any]:
         "runner_needs": list(stack.requires),
         "runs_on": RUNS_ON,
         "pytest_args": pytest_args,
+        "tests": tests,
         "artifact": _artifact_name(lane, stack),
         "timeout_minutes": _timeout_minutes(stack),
         "inputs": inputs,
@@ -124,19 +128,29 @@ def row(stack: Stack, lane: str) -> dict[str, Any]:
     }
 
 
-def lane_rows(manifest: Manifest, lane: str) -> list[dict[str, Any]]:
+def lane_rows(manifest: Manifest, lane: str, tests: str = "",
+              host: frozenset[str] | None = None) -> list[dict[str, Any]]:
     """The matrix rows of ``lane``.
 
     pr: the stacks marked ``pr`` (checked to hold each backend's leading edge and anchor);
     full: the stacks marked ``full``; canary: every stack with a ``canary:`` block.
-    Raises :class:`LaneError` for an invalid pr lane or more rows than GitHub allows.
+    ``tests``: the scope every job runs (checked: paths, -k, -m only). ``host``: what a
+    machine offers (docker, go, registry, kind); when given, only the stacks whose
+    ``requires`` it meets. Raises :class:`LaneError` for an invalid pr lane, a scope a plan
+    cannot name, or more rows than GitHub allows.
     """
     stacks = lane_stacks(manifest, lane)
     if lane == "pr":
         problems = pr_lane_problems(manifest)
         if problems:
             raise LaneError("invalid pr lane: " + " ".join(problems))
-    rows = [row(s, lane) for s in stacks]
+    try:
+        scope.planned(tests)
+    except scope.ScopeError as exc:
+        raise LaneError(str(exc)) from None
+    if host is not None:
+        stacks = [s for s in stacks if set(s.requires) <= host]
+    rows = [row(s, lane, tests) for s in stacks]
     if len(rows) > MAX_JOBS:
         raise LaneError(f"the {lane} lane has {len(rows)} stacks; a GitHub Actions matrix holds "
                         f"at most {MAX_JOBS} jobs. Split the lane.")
@@ -146,13 +160,17 @@ def lane_rows(manifest: Manifest, lane: str) -> list[dict[str, Any]]:
     return rows
 
 
-def matrix(manifest: Manifest, lane: str) -> dict[str, list[dict[str, Any]]]:
+def matrix(manifest: Manifest, lane: str, tests: str = "",
+           host: frozenset[str] | None = None) -> dict[str, list[dict[str, Any]]]:
     """``{"include": rows}``; raises :class:`EmptyLaneError` for an empty lane."""
-    rows = lane_rows(manifest, lane)
+    rows = lane_rows(manifest, lane, tests, host)
     if not rows:
         why = {"canary": "no stack declares a 'canary:' block",
                "pr": "no real stack lists 'pr' in its lanes",
                "full": "no real stack lists 'full' in its lanes"}[lane]
+        if host is not None and lane_stacks(manifest, lane):
+            why = f"this host offers only {', '.join(sorted(host)) or 'nothing'} of what its " \
+                  f"stacks require"
         raise EmptyLaneError(f"the {lane} lane is empty ({why}); there is nothing to run")
     return {"include": rows}
 

@@ -7,6 +7,7 @@ import json
 import os
 import sys
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from pytest_stacks import ci
@@ -32,15 +33,25 @@ def cmd_matrix(args: argparse.Namespace) -> int:
     loaded = manifest(args)
     if args.format == "github" and not os.environ.get("GITHUB_OUTPUT"):
         write_github_output({})  # raises the clear error before any work
+    host = None
+    if args.runnable_here:
+        from pytest_stacks.doctor import host_offers
+
+        host = host_offers()
     try:
-        result = ci.matrix(loaded, args.lane)
+        result = ci.matrix(loaded, args.lane, args.tests, host)
     except ci.EmptyLaneError:
         if args.format == "github":
             write_github_output({"has_rows": "false", "count": "0"})
         raise
     encoded = json.dumps(result, separators=(",", ":"), sort_keys=False)
-    if args.format == "json":
-        print(encoded)
+    if args.format in ("json", "names"):
+        text = encoded if args.format == "json" else "\n".join(
+            r["stack"] for r in result["include"])
+        if args.output:
+            Path(args.output).write_text(text + "\n", encoding="utf-8")
+        else:
+            print(text)
         return 0
     rows = result["include"]
     write_github_output({"matrix": encoded, "has_rows": "true", "count": str(len(rows))})
@@ -60,9 +71,19 @@ def register(subparsers: Any) -> None:
                     "edge plus one anchor per backend), full (the whole window), canary (every "
                     "stack with a floating reference). Exit 3 when the lane is empty.")
     m.add_argument("--lane", required=True, choices=LANES)
-    m.add_argument("--format", choices=("json", "github"), default="json",
-                   help="json: print it; github: append matrix=, has_rows=, count= to "
-                        "$GITHUB_OUTPUT")
+    m.add_argument("--tests", default="", metavar="TEXT",
+                   help="what pytest runs on each stack: paths (or node ids), -k and -m (e.g. "
+                        "'tests/contract tests/backend'); carried in every row, and a job's "
+                        "results stand in the report only for exactly this scope or the whole "
+                        "suite. Default: the project's own default tests")
+    m.add_argument("--runnable-here", action="store_true",
+                   help="only the stacks whose requires (docker, go, registry, kind) this "
+                        "machine offers now")
+    m.add_argument("--format", choices=("json", "names", "github"), default="json",
+                   help="json: print it; names: one stack name per line; github: append "
+                        "matrix=, has_rows=, count= to $GITHUB_OUTPUT")
+    m.add_argument("--output", default=None, metavar="PATH",
+                   help="write json or names to PATH instead of printing it")
     m.add_argument("--manifest", default=argparse.SUPPRESS, metavar="PATH",
                    help="manifest to read (default: as for pytest-stacks --manifest)")
     m.set_defaults(func=cmd_matrix)

@@ -44,25 +44,34 @@ def cmd_seed(args: argparse.Namespace) -> int:
 
 
 def cmd_reap(args: argparse.Namespace) -> int:
+    """Remove what dead runs left; every removal is proven by looking again, and anything
+    that could not be removed (or an owner record that cannot be read) is named and makes
+    the exit status 1."""
     from pytest_stacks.lifecycle import reap_dead_run_dirs, runs_root
-    from pytest_stacks.providers import kind, reaper
+    from pytest_stacks.providers import kind, kind_owners, reaper
 
-    reaped = reaper.reap_dead(dry_run=args.dry_run)
+    reaped, problems = reaper.reap_dead(dry_run=args.dry_run)
     verb = "would remove" if args.dry_run else "removed"
     # kind clusters carry no labels of ours: their owner records say which runs are dead.
-    clusters = kind.dead_clusters(runs_root())
-    problems = [] if args.dry_run else kind.reap(kind.run_command, runs_root())
+    clusters = [o.cluster for o in kind_owners.dead(runs_root())]
+    if args.dry_run:
+        problems += kind_owners.records(runs_root())[1]
+    else:
+        problems += kind_owners.reap(kind.run_command, runs_root())
+    failed = " ".join(problems)
     for cluster in clusters:
-        print(f"{verb} kind cluster {cluster} of a dead run (and its docker network)")
-    for problem in problems:
-        print(f"could not remove: {problem}")
+        if cluster not in failed:
+            print(f"{verb} kind cluster {cluster} of a dead run (and its docker network)")
     if not args.dry_run:
         for folder in reap_dead_run_dirs():
             print(f"removed the run directory of a dead run: {folder}")
-    if not reaped and not clusters:
+    if not reaped and not clusters and not problems:
         print("nothing to reap: no resources of dead runs")
     for run_id, counts in reaper.summary(reaped).items():
-        print(f"{verb} run {run_id}: " + ", ".join(f"{n} {k}" for k, n in counts.items()))
+        if run_id not in failed:
+            print(f"{verb} run {run_id}: " + ", ".join(f"{n} {k}" for k, n in counts.items()))
+    for problem in problems:
+        print(f"could not remove: {problem}", file=sys.stderr)
     return 1 if problems else 0
 
 
@@ -102,27 +111,32 @@ def cmd_up(args: argparse.Namespace) -> int:
 
 
 def cmd_down(args: argparse.Namespace) -> int:
+    """Bring kept stacks down (``--force``: any run's); each removal proven by looking again.
+    A removal that did not take is named and makes the exit status 1."""
     import shutil
 
     from pytest_stacks.lifecycle import kept_root
     from pytest_stacks.providers import reaper
     from pytest_stacks.providers.labels import KEEP_MARK, LABEL_OWNER_START, LABEL_STACK
 
-    removed = 0
+    removed, problems = 0, []
     for run_id, resources in reaper.inventory().items():
         if args.name and resources.labels.get(LABEL_STACK) != args.name:
             continue
         if resources.labels.get(LABEL_OWNER_START) != KEEP_MARK and not args.force:
             continue
         left = reaper.remove(resources)
-        shutil.rmtree(kept_root() / run_id, ignore_errors=True)
         removed += resources.count
-        for problem in left:
-            print(problem, file=sys.stderr)
+        if left:
+            problems += left
+            continue
+        shutil.rmtree(kept_root() / run_id, ignore_errors=True)
         print(f"removed run {run_id} ({resources.labels.get(LABEL_STACK)})")
+    for problem in problems:
+        print(f"could not remove: {problem}", file=sys.stderr)
     if not removed:
         print("nothing kept to bring down")
-    return 0
+    return 1 if problems else 0
 
 
 def cmd_logs(args: argparse.Namespace) -> int:

@@ -5,6 +5,8 @@ is only half of dispatch. The other half is here: a capability the stack declare
 test requiring it passed is *unproven*, and a whole run fails on it (a promise with no
 evidence). A run that picked some tests (``-k``, a file, a node id) cannot prove everything,
 so there unproven capabilities are reported, not failed, unless ``--stack-unproven=fail``.
+Either way the run's scope is recorded exactly as selected (:mod:`pytest_stacks.ci.scope`):
+the policy decides whether this run fails, never what the results file says was run.
 
 The controller (or the single process) sees every report, so the outcomes are gathered here
 and written once, as the ``pytest-stacks/results`` document that ``pytest-stacks report``
@@ -23,17 +25,26 @@ from typing import Any
 import pytest
 
 from pytest_stacks.ci.lanes import build_inputs
+from pytest_stacks.ci.scope import ENDED_EARLY, Scope, normalised_path
 from pytest_stacks.errors import StacksError
 from pytest_stacks.manifest import Stack
 from pytest_stacks.plugin.state import PROP_INFRA, PROP_STACK, State
-from pytest_stacks.verdicts.results import capability_status, dump, stack_verdict
+from pytest_stacks.verdicts.results import (
+    SCHEMA_ID,
+    SCHEMA_VERSION,
+    capability_status,
+    dump,
+    stack_verdict,
+)
 
 PROP_REQUIRES = "pytest-stacks:requires"
 PROP_IDENTITY = "pytest-stacks:identity"
 DEFAULT_RESULTS = ".pytest-stacks/results.json"
 CI_LANE_ENV = "PYTEST_STACKS_CI_LANE"
-_PARTIAL_OPTIONS = (("keyword", "-k"), ("markexpr", "-m"), ("deselect", "--deselect"),
-                    ("lf", "--last-failed"), ("stepwise", "--stepwise"))
+#: Narrowing options a plan cannot name (pytest's dest, the flag as users type it).
+_OTHER_NARROWING = (("deselect", "--deselect"), ("ignore", "--ignore"),
+                    ("ignore_glob", "--ignore-glob"), ("lf", "--last-failed"),
+                    ("stepwise", "--stepwise"), ("maxfail", "--maxfail"))
 
 
 @dataclass
@@ -81,34 +92,56 @@ def required(item: pytest.Item) -> tuple[str, ...]:
     return tuple(dict.fromkeys(names))
 
 
+def run_scope(config: pytest.Config) -> Scope:
+    """The tests this run selected, exactly as selected: path arguments relative to the
+    project root, ``-k``, ``-m`` and every other narrowing option."""
+    paths: tuple[str, ...] = ()
+    if config.args_source == pytest.Config.ArgsSource.ARGS:
+        paths = tuple(_relative(config.rootpath, config.invocation_params.dir, a)
+                      for a in config.args)
+    other = []
+    for dest, flag in _OTHER_NARROWING:
+        value = config.getoption(dest, None)
+        if not value:
+            continue
+        values = value if isinstance(value, list) else [value]
+        other += [flag if v is True else f"{flag}={v}" for v in values]
+    return Scope(paths, str(config.getoption("keyword", "") or ""),
+                 str(config.getoption("markexpr", "") or ""), tuple(other))
+
+
 def partial_reasons(config: pytest.Config, exit_status: int) -> list[str]:
     """What made this run less than the whole suite; empty for a whole run.
 
-    The whole suite is what a bare ``pytest`` runs: no selecting option, and either no paths
-    or exactly the ini ``testpaths``; or whatever was selected under ``--stack-unproven=fail``,
-    which declares the selection to be the suite to judge (CI's stack jobs run the contract and
-    backend tests that way). An interrupted or broken run is never whole.
+    The whole suite is what a bare ``pytest`` runs: no narrowing option, and either no paths
+    or exactly the ini ``testpaths``. An interrupted or broken run is never whole. Whatever
+    ``--stack-unproven`` says, these are recorded: the policy decides only whether an unproven
+    capability fails the run.
     """
-    reasons = [f"{flag} {value!r}" if isinstance(value, str) else flag
-               for dest, flag in _PARTIAL_OPTIONS
-               if (value := config.getoption(dest, None))]
-    if unproven_policy(config) == "fail":
-        reasons = []
-    elif config.args_source == pytest.Config.ArgsSource.ARGS:
-        given = {_where(config.invocation_params.dir, a) for a in config.args}
-        whole = {_where(config.rootpath, str(p)) for p in config.getini("testpaths")}
-        if given != whole:
-            reasons.append("only " + " ".join(config.args))
+    scope = run_scope(config)
+    reasons = [f"-k {scope.keyword!r}"] if scope.keyword else []
+    reasons += [f"-m {scope.markexpr!r}"] if scope.markexpr else []
+    reasons += list(scope.other)
+    if scope.paths:
+        whole = {_relative(config.rootpath, config.rootpath, str(p))
+                 for p in config.getini("testpaths")}
+        if set(map(normalised_path, scope.paths)) != set(map(normalised_path, whole)):
+            reasons.append("only " + " ".join(scope.paths))
     if exit_status in (pytest.ExitCode.INTERRUPTED, pytest.ExitCode.INTERNAL_ERROR):
-        reasons.append(f"the run ended early (exit {int(exit_status)})")
+        reasons.append(f"{ENDED_EARLY} (exit {int(exit_status)})")
     return reasons
 
 
-def _where(base: Path, arg: str) -> str:
-    """A path argument as an absolute path, node id part kept (so a node id never equals its
-    file)."""
+def _relative(root: Path, base: Path, arg: str) -> str:
+    """A path argument relative to the project root (absolute when outside it), node id part
+    kept (so a node id never equals its file)."""
     path, sep, rest = arg.partition("::")
-    return str((base / path).resolve()) + sep + rest
+    where = (base / path).resolve()
+    try:
+        shown = where.relative_to(root.resolve()).as_posix() or "."
+    except ValueError:
+        shown = where.as_posix()
+    return normalised_path(shown) + sep + rest
 
 
 def unproven_policy(config: pytest.Config) -> str:
@@ -205,12 +238,13 @@ def results_document(config: pytest.Config, current: State, outcomes: Outcomes,
     except metadata.PackageNotFoundError:  # pragma: no cover - run from a source tree
         version = "0+unknown"
     return {
-        "schema": "pytest-stacks/results", "schema_version": 1,
+        "schema": SCHEMA_ID, "schema_version": SCHEMA_VERSION,
         "run": {"run_id": current.pool.ctx.run_id, "lane": current.pool.ctx.lane,
                 "ci_lane": os.environ.get(CI_LANE_ENV) or None, "started": outcomes.started,
                 "finished": datetime.now(UTC).isoformat(),
                 "manifest": str(current.manifest.path), "partial": bool(reasons),
-                "partial_reasons": reasons, "pytest_exit": int(exit_status),
+                "partial_reasons": reasons, "scope": run_scope(config).to_json(),
+                "pytest_exit": int(exit_status),
                 "pytest_stacks_version": version},
         "stacks": [stack_document(current, s, outcomes) for s in current.selected],
     }

@@ -114,7 +114,8 @@ class ComposeProvider:
         upstream = _upstream_reference(stack, ctx)
         try:
             self.preflight(stack, ctx)
-            reaper.reap_dead(keep_run=ctx.run_id)
+            for problem in reaper.reap_dead(keep_run=ctx.run_id)[1]:
+                progress.say(f"could not remove what a dead run left: {problem}")
             base = images.ensure_base_image(stack.base_image) if stack.base_image else ""
             if upstream:
                 images.ensure_image(upstream, refresh=ctx.lane == "canary")

@@ -11,8 +11,9 @@ deletes the cluster. Where the engine refuses ``--privileged`` (kind asks it for
 kind runs with :mod:`pytest_stacks.providers.kind_docker` as its ``docker``.
 
 kind has no labels of its own for clusters, so run ownership is carried in the cluster name
-(``pst-<run>-<stack>``) and in an owner record beside the run directories; the reaper deletes
-dead runs' clusters and never a live run's. Each cluster gets a docker network of its own
+(``pst-<run>-<stack>``) and in an owner record beside the run directories
+(:mod:`~pytest_stacks.providers.kind_owners`); the reaper deletes dead runs' clusters and never
+a live run's. Each cluster gets a docker network of its own
 (``KIND_EXPERIMENTAL_DOCKER_NETWORK``, named like the cluster, carrying our run and owner
 labels) that goes with it, so the machine-wide reaper finds a dead run's cluster even without
 its owner record; kind's shared ``kind`` network is never used or touched. What the
@@ -22,7 +23,6 @@ pinned Kubernetes version (for a built node image), and the operator its pinned 
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shlex
@@ -37,14 +37,18 @@ from pytest_stacks import cancellation, dockerutil, gobuild, progress
 from pytest_stacks.backends.kubernetes import builds
 from pytest_stacks.errors import InfrastructureError, StacksError
 from pytest_stacks.manifest import Stack
-from pytest_stacks.providers import images, kind_docker, kind_node_image, preflight, reaper
+from pytest_stacks.providers import (
+    images,
+    kind_docker,
+    kind_node_image,
+    kind_owners,
+    preflight,
+)
 from pytest_stacks.providers.base import Attached, RunContext, StackInfo
-from pytest_stacks.providers.labels import owner_alive
 from pytest_stacks.transports import CommandResult
 
 Runner = Callable[[Sequence[str], float], subprocess.CompletedProcess[str]]
-KIND_CLUSTER_LABEL = reaper.KIND_CLUSTER_LABEL
-CLUSTER_PREFIX = "pst-"
+CLUSTER_PREFIX = kind_owners.CLUSTER_PREFIX
 OPERATOR_MANIFEST = "mpi-operator.yaml"
 OPERATOR_ENTRYPOINT = "/opt/mpi-operator"  # where the operator's own images keep it
 LOGS_FOLDER = Path(".pytest-stacks") / "kind-logs"
@@ -121,8 +125,10 @@ class KindProvider:
         except StacksError as exc:
             raise InfrastructureError(stack.name, str(exc)) from None
         kubeconfig = ctx.run_dir / f"{stack.name}.kubeconfig"
-        reap(self._run, ctx.run_dir.parent)  # clusters of dead runs first
-        _record_owner(ctx, name, tools / "bin/kind")
+        kind_owners.reap(self._run, ctx.run_dir.parent)  # clusters of dead runs first
+        kind_owners.record_owner(ctx.run_dir.parent, name, run_id=ctx.run_id,
+                                 pid=ctx.owner_pid, start=ctx.owner_start,
+                                 kind=tools / "bin/kind")
         # The cluster's own network, made before kind (which then uses it) and labelled with
         # the run and its owner: whoever finds it after a crash knows whose it is, whatever
         # the run directory, and the reaper removes the nodes on it with it.
@@ -306,26 +312,40 @@ class KindProvider:
         return "\n".join(parts)
 
     def down(self, stack: Stack, info: StackInfo, ctx: RunContext) -> None:
-        self._check(stack, [info.endpoints["kind"], "delete", "cluster", "--name", info.project],
-                    300)
-        left = self._run(["docker", "ps", "-aq", "--filter",
-                          f"label={KIND_CLUSTER_LABEL}={info.project}"], 60)
-        if left.stdout.strip():
-            raise InfrastructureError(stack.name, f"kind cluster {info.project}: containers "
-                                      f"remain after delete: {left.stdout.split()}")
-        problem = _remove_network(self._run, info.project)
+        problem = kind_owners.delete(self._run, info.endpoints["kind"], info.project)
         if problem:
             raise InfrastructureError(stack.name, problem)
-        _owner_file(ctx.run_dir.parent, info.project).unlink(missing_ok=True)
+        kind_owners.owner_file(ctx.run_dir.parent, info.project).unlink(missing_ok=True)
 
     def is_current(self, stack: Stack, info: StackInfo) -> bool:
         return False  # kind clusters are not kept between runs
 
     def health(self, stack: Stack, info: StackInfo) -> tuple[str, str]:
-        return "", ""  # in-process, or nothing of ours outside the API server to watch
+        """Every node container running and the API server answering ``/readyz``; else why
+        not, with the node's last log lines (a dead cluster is infrastructure, not a product
+        failure)."""
+        nodes = self._run(["docker", "ps", "-a", "--filter",
+                           f"label={kind_owners.KIND_CLUSTER_LABEL}={info.project}",
+                           "--format", "{{.Names}} {{.State}}"], 60)
+        if nodes.returncode != 0:
+            return f"cannot list the cluster's node containers: {nodes.stderr.strip()[-300:]}", ""
+        states = dict(line.split(" ", 1) for line in nodes.stdout.splitlines() if " " in line)
+        if not states:
+            return f"kind cluster {info.project} has no node container any more", ""
+        for name, state in sorted(states.items()):
+            if state.strip() != "running":
+                logs = self._run(["docker", "logs", "--tail", "60", name], 60)
+                return (f"node container {name} of kind cluster {info.project} is {state}",
+                        logs.stdout + logs.stderr)
+        ready = self._run([info.endpoints.get("kubectl", "kubectl"), "--kubeconfig",
+                           info.endpoints["kubeconfig"], "get", "--raw", "/readyz"], 30)
+        if ready.returncode != 0:
+            return (f"the API server of kind cluster {info.project} does not answer /readyz",
+                    (ready.stderr or ready.stdout)[-2000:])
+        return "", ""
 
     def sweep_run(self, ctx: RunContext) -> list[str]:
-        return reap(self._run, ctx.run_dir.parent, only_run=ctx.run_id)
+        return kind_owners.reap(self._run, ctx.run_dir.parent, only_run=ctx.run_id)
 
 
 class _NoTransport:
@@ -341,63 +361,3 @@ class _NoTransport:
 
     def get_files(self, directory: str, names: Sequence[str]) -> dict[str, bytes]:
         raise StacksError("kind stacks have no command transport")
-
-
-def _owner_file(root: Path, cluster: str) -> Path:
-    return root / "kind-clusters" / f"{cluster}.json"
-
-
-def _record_owner(ctx: RunContext, cluster: str, kind: Path) -> None:
-    path = _owner_file(ctx.run_dir.parent, cluster)
-    path.parent.mkdir(mode=0o700, exist_ok=True)
-    path.write_text(json.dumps({"run": ctx.run_id, "pid": ctx.owner_pid,
-                                "start": ctx.owner_start, "kind": str(kind)}))
-
-
-def _records(root: Path, only_run: str | None) -> list[tuple[Path, dict[str, object]]]:
-    """Owner records of our clusters to remove: a dead owner's, or (``only_run``) one run's."""
-    chosen = []
-    for record in sorted((root / "kind-clusters").glob(f"{CLUSTER_PREFIX}*.json")):
-        try:
-            owner = json.loads(record.read_text())
-        except (OSError, ValueError):
-            continue
-        mine = only_run is not None and owner.get("run") == only_run
-        dead = only_run is None and not owner_alive(int(owner.get("pid", 0)),
-                                                    str(owner.get("start", "")))
-        if mine or dead:
-            chosen.append((record, owner))
-    return chosen
-
-
-def dead_clusters(root: Path) -> list[str]:
-    """Our clusters whose owning run is dead (what :func:`reap` would delete)."""
-    return [record.stem for record, _ in _records(root, None)]
-
-
-def reap(runner: Runner, root: Path, only_run: str | None = None) -> list[str]:
-    """Delete our clusters whose owner is dead (or, with ``only_run``, that run's clusters),
-    each with its own docker network. Clusters without our prefix or owner record, and kind's
-    shared ``kind`` network, are never touched. Returns what could not be removed."""
-    problems = []
-    for record, owner in _records(root, only_run):
-        done = runner([str(owner.get("kind") or "kind"), "delete", "cluster", "--name",
-                       record.stem], 300)
-        problem = (_remove_network(runner, record.stem) if done.returncode == 0 else
-                   f"kind cluster {record.stem}: {done.stderr.strip()[-300:]}")
-        if problem:
-            problems.append(problem)
-        else:
-            record.unlink(missing_ok=True)
-    return problems
-
-
-def _remove_network(runner: Runner, network: str) -> str:
-    """Remove the cluster's own docker network (named like the cluster, so never kind's
-    shared ``kind``); gone already is fine. Returns a problem, or ''."""
-    assert network.startswith(CLUSTER_PREFIX)
-    done = runner(["docker", "network", "rm", network], 60)
-    said = (done.stderr or done.stdout).strip()
-    if done.returncode == 0 or "not found" in said.lower() or "no such network" in said.lower():
-        return ""
-    return f"kind cluster {network}: its docker network remains: {said[-300:]}"

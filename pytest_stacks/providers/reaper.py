@@ -21,6 +21,7 @@ from typing import Any
 from docker.errors import NotFound
 
 from pytest_stacks import dockerutil
+from pytest_stacks.providers import kind_owners
 from pytest_stacks.providers.labels import (
     KEEP_MARK,
     LABEL_OWNER_HOST,
@@ -31,7 +32,7 @@ from pytest_stacks.providers.labels import (
 )
 from pytest_stacks.providers.labels import owner_alive as process_alive
 
-KIND_CLUSTER_LABEL = "io.x-k8s.kind.cluster"
+KIND_CLUSTER_LABEL = kind_owners.KIND_CLUSTER_LABEL
 
 
 @dataclass
@@ -87,7 +88,8 @@ def inventory(run_id: str | None = None) -> dict[str, RunResources]:
 
 
 def remove(resources: RunResources) -> list[str]:
-    """Remove containers, then networks, then volumes. Returns what could not be removed."""
+    """Remove containers, then networks, then volumes, and look again. Returns what could not
+    be removed, or could not be proven removed."""
     left: list[str] = []
     for container in resources.containers:
         with _gone_is_fine(f"container {container.name}", left):
@@ -98,7 +100,27 @@ def remove(resources: RunResources) -> list[str]:
     for volume in resources.volumes:
         with _gone_is_fine(f"volume {volume.name}", left):
             volume.remove(force=True)
-    return left
+    return left + _still_there(resources)
+
+
+def _still_there(resources: RunResources) -> list[str]:
+    """What of ``resources`` the engine still lists (an engine that cannot answer is a
+    problem too: it never reads as "all gone")."""
+    try:
+        now = inventory(resources.run_id).get(resources.run_id)
+    except Exception as exc:
+        return [f"run {resources.run_id}: cannot look again to prove its resources removed: "
+                f"{exc}"]
+    if now is None:
+        return []
+    wanted = {("container", c.id) for c in resources.containers} | \
+        {("network", n.id) for n in resources.networks} | \
+        {("volume", v.name) for v in resources.volumes}
+    present = [f"container {c.name}" for c in now.containers if ("container", c.id) in wanted]
+    present += [f"network {n.name}" for n in now.networks if ("network", n.id) in wanted]
+    present += [f"volume {v.name}" for v in now.volumes if ("volume", v.name) in wanted]
+    return [f"run {resources.run_id}: still present after removal: {', '.join(present)}"] \
+        if present else []
 
 
 @contextlib.contextmanager
@@ -113,23 +135,28 @@ def _gone_is_fine(what: str, left: list[str]) -> Iterator[None]:
 
 
 def reap_dead(*, dry_run: bool = False, keep_run: str | None = None
-              ) -> dict[str, RunResources]:
+              ) -> tuple[dict[str, RunResources], list[str]]:
     """Remove every resource of runs whose owner is dead (never ``keep_run``, the caller's own).
-    Returns what was (or would be) reaped."""
-    reaped = {}
+    Returns what was (or would be) reaped, and what could not be removed."""
+    reaped, problems = {}, []
     for run_id, resources in inventory().items():
         if run_id == keep_run or owner_alive(resources.labels):
             continue
         reaped[run_id] = resources
         if not dry_run:
-            remove(resources)
-    return reaped
+            problems += remove(resources)
+    return reaped, problems
 
 
 def sweep_run(run_id: str, stack: str | None = None) -> list[str]:
-    """Remove what one run (optionally one stack of it) still holds; the teardown's safety net."""
+    """Remove what one run (optionally one stack of it) still holds, and prove it gone; the
+    teardown's safety net. Returns what could not be removed or proven removed."""
+    try:
+        found = inventory(run_id).values()
+    except Exception as exc:
+        return [f"run {run_id}: cannot list its resources to remove them: {exc}"]
     left: list[str] = []
-    for resources in inventory(run_id).values():
+    for resources in found:
         if stack is not None:
             resources.networks = [n for n in resources.networks
                                   if (n.attrs.get("Labels") or {}).get(LABEL_STACK) == stack]
@@ -140,9 +167,6 @@ def sweep_run(run_id: str, stack: str | None = None) -> list[str]:
             resources.volumes = [v for v in resources.volumes
                                  if (v.attrs.get("Labels") or {}).get(LABEL_STACK) == stack]
         left.extend(remove(resources))
-    with contextlib.suppress(Exception):
-        if inventory(run_id) and stack is None:
-            left.append(f"resources of run {run_id} are still present after removal")
     return left
 
 

@@ -1,8 +1,9 @@
 """Many jobs' results -> one compatibility table, failing closed.
 
 A table is only worth reading when it is complete and about the right thing: every expected job
-reported exactly once, each about the stack the manifest pins, from a whole run (not a ``-k``
-selection) in the right lane, and every stack passed. Anything else is one problem line naming
+reported exactly once, each about the stack the manifest pins, from a whole run (or exactly the
+selection its plan row named, never a ``-k`` of its own) in the right lane, and every stack
+passed. Anything else is one problem line naming
 the file and the stack, and the aggregate is not green; the table is still built, because
 people need to see what there is.
 
@@ -21,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_stacks import ci
+from pytest_stacks.ci import scope
 from pytest_stacks.manifest import LANES, Manifest, Stack
 from pytest_stacks.verdicts.results import (
     CapabilityResult,
@@ -262,9 +264,10 @@ def _checked(doc: ResultsDoc, stack: StackResult, want: Mapping[str, Any] | None
                   for key in FIELDS if key in want and want[key] != getattr(stack, key)]
     if lane is not None:
         found += _lane_problems(doc, lane)
-    if doc.run.partial:
-        found.append(f"partial run ({'; '.join(doc.run.partial_reasons)}); a table needs the "
-                     f"whole suite: run it without narrowing the selection")
+    narrowed = scope.merge_problem(doc.run.scope, doc.run.partial_reasons,
+                                   want.get("tests") if want is not None else None)
+    if narrowed:
+        found.append(narrowed)
     known = _known(manifest, stack.name)
     if known is not None:
         found += _offer_problems(stack, known)

@@ -27,11 +27,12 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
+from pytest_stacks.ci.scope import Scope
 from pytest_stacks.errors import StacksError
 from pytest_stacks.suggest import did_you_mean
 
 SCHEMA_ID = "pytest-stacks/results"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 MAX_BYTES = 16 * 1024 * 1024
 REGENERATE = "Regenerate it with the pytest run that wrote it; results files are not edited."
 INCONSISTENT = "Write it with pytest_stacks.verdicts.results, whose rules the report applies."
@@ -154,6 +155,7 @@ class RunInfo:
     manifest: str
     partial: bool
     partial_reasons: tuple[str, ...]
+    scope: Scope
     pytest_exit: int
     pytest_stacks_version: str
 
@@ -172,8 +174,9 @@ class ResultsDoc:
 
 @cache
 def schema() -> dict[str, Any]:
-    """The JSON Schema shipped in the package (``schema/results-v1.schema.json``)."""
-    text = resources.files("pytest_stacks").joinpath("schema/results-v1.schema.json")
+    """The JSON Schema shipped in the package (``schema/results-v2.schema.json``)."""
+    name = f"schema/results-v{SCHEMA_VERSION}.schema.json"
+    text = resources.files("pytest_stacks").joinpath(name)
     return dict(json.loads(text.read_text(encoding="utf-8")))
 
 
@@ -396,7 +399,8 @@ def parse(data: Mapping[str, Any], source: str) -> ResultsDoc:
         source=source,
         run=RunInfo(run["run_id"], run["lane"], run["ci_lane"], run["started"],
                     run["finished"], run["manifest"], run["partial"],
-                    tuple(run["partial_reasons"]), int(run["pytest_exit"]),
+                    tuple(run["partial_reasons"]), Scope.from_json(run["scope"]),
+                    int(run["pytest_exit"]),
                     run["pytest_stacks_version"]),
         stacks=tuple(_stack(s) for s in data["stacks"]))
 

@@ -132,12 +132,51 @@ def test_the_testpaths_given_by_hand_are_the_whole_suite(project: pytest.Pyteste
     result.stdout.fnmatch_lines(["*FAIL-CLOSED: fake-slurm: outputs.repeatable unproven*"])
 
 
-def test_fail_policy_judges_a_selection_as_the_suite(project: pytest.Pytester) -> None:
+def test_fail_policy_fails_a_selection_and_still_records_it_as_narrowed(
+        project: pytest.Pytester) -> None:
+    """The policy decides whether unproven capabilities fail this run; what the results file
+    says was run is never the policy's to change."""
     result = project.runpytest("--stack=fake-slurm", "-k", "runs", "--stack-unproven=fail")
     assert result.ret == pytest.ExitCode.TESTS_FAILED, result.stdout.str()
     result.stdout.fnmatch_lines([
         "*FAIL-CLOSED: fake-slurm: outputs unproven (0 tests required it)*"])
-    assert _results(project)["run"]["partial"] is False
+    run = _results(project)["run"]
+    assert run["partial"] is True and run["partial_reasons"] == ["-k 'runs'"]
+    assert run["scope"] == {"paths": [], "keyword": "runs", "markexpr": "", "other": []}
+
+
+@pytest.mark.parametrize(("selection", "reason"), [
+    (["--deselect", "suite/test_user.py::test_outputs"],
+     "--deselect=suite/test_user.py::test_outputs"),
+    (["--ignore", "suite/other"], "--ignore=suite/other"),
+    (["--ignore-glob", "*other*"], "--ignore-glob=*other*"),
+    (["-x"], "--maxfail=1"),
+    (["-m", "not slow"], "-m 'not slow'"),
+])
+def test_every_narrowing_option_makes_a_run_partial(project: pytest.Pytester,
+                                                    selection: list[str], reason: str) -> None:
+    project.runpytest("--stack=fake-slurm-20.11", "--stack-unproven=fail", *selection)
+    run = _results(project)["run"]
+    assert run["partial"] is True and reason in run["partial_reasons"], run
+
+
+def test_a_narrowed_run_merges_red_naming_its_selection(project: pytest.Pytester,
+                                                        capsys: pytest.CaptureFixture[str]
+                                                        ) -> None:
+    """A -k that keeps one passing test per capability passes its own run under
+    --stack-unproven=fail; the table built from it must still be red, and say why."""
+    result = project.runpytest("--stack=fake-slurm-20.11", "-k", "runs",
+                               "--stack-unproven=fail")
+    assert result.ret == pytest.ExitCode.OK, result.stdout.str()
+    target = project.path / ".pytest-stacks" / "results.json"
+    capsys.readouterr()
+    code = cli.main(["--manifest", str(project.path / "manifest.yaml"), "report", str(target),
+                     "--single", "--format", "json"])
+    table = json.loads(capsys.readouterr().out)
+    assert code == 1 and table["green"] is False, table
+    assert any(p.startswith(f"{target}: stack fake-slurm-20.11: partial run: -k runs "
+                            f"(-k 'runs'), and the plan named no selection")
+               for p in table["problems"]), table["problems"]
 
 
 def test_warn_policy_never_fails_on_unproven(project: pytest.Pytester) -> None:

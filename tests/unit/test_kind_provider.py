@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 from collections.abc import Sequence
 from pathlib import Path
@@ -14,7 +15,7 @@ import pytest
 from pytest_stacks import dockerutil, gobuild
 from pytest_stacks.errors import InfrastructureError
 from pytest_stacks.manifest import Stack, loads
-from pytest_stacks.providers import images, kind, preflight
+from pytest_stacks.providers import images, kind, kind_owners, preflight
 from pytest_stacks.providers.base import RunContext
 from pytest_stacks.providers.labels import process_start_time
 
@@ -116,13 +117,59 @@ def test_the_reaper_deletes_only_dead_runs_clusters(tmp_path: Path) -> None:
     (records / "pst-dead-x.json").write_text(json.dumps(dead))
     (records / "someone-else.json").write_text(json.dumps(dead))
     runner = Recorder()
-    assert kind.reap(runner, tmp_path) == []
+    assert kind_owners.reap(runner, tmp_path) == []
     deleted = [c[-1] for c in runner.calls if "cluster" in c]
     assert deleted == ["pst-dead-x"]
     assert not (records / "pst-dead-x.json").exists() and (records / "pst-live-x.json").exists()
     # The dead cluster's own network goes with it; kind's shared network is never touched.
-    networks = [c[-1] for c in runner.calls if "network" in c]
+    networks = [c[-1] for c in runner.calls if c[:3] == ["docker", "network", "rm"]]
     assert networks == ["pst-dead-x"]
+
+
+class Engine(Recorder):
+    """A runner whose docker answers as scripted: ``ps`` (exit, output), ``ls`` output."""
+
+    def __init__(self, ps: tuple[int, str] = (0, ""), networks: str = "") -> None:
+        super().__init__()
+        self.ps, self.networks = ps, networks
+
+    def __call__(self, argv: Sequence[str], timeout: float) -> subprocess.CompletedProcess[str]:
+        self.calls.append(list(argv))
+        if list(argv[:2]) == ["docker", "ps"]:
+            return subprocess.CompletedProcess(list(argv), self.ps[0],
+                                               self.ps[1] if self.ps[0] == 0 else "",
+                                               "" if self.ps[0] == 0 else self.ps[1])
+        if list(argv[:3]) == ["docker", "network", "ls"]:
+            return subprocess.CompletedProcess(list(argv), 0, self.networks, "")
+        return subprocess.CompletedProcess(list(argv), 0, "", "")
+
+
+@pytest.mark.parametrize(("engine", "says"), [
+    (Engine(ps=(1, "Cannot connect to the Docker daemon")),
+     "cannot list its node containers to prove them gone: Cannot connect to the Docker daemon"),
+    (Engine(ps=(0, "abc123\n")), "containers remain after delete: ['abc123']"),
+    (Engine(networks="f00d\n"), "its docker network remains after removal"),
+])
+def test_a_removal_is_proven_by_looking_again(kind_stack: Stack, ctx: RunContext,
+                                              offline_tools: Path, engine: Engine,
+                                              says: str) -> None:
+    """An engine error never reads as "nothing remains", and what remains is named."""
+    info = kind.KindProvider(Recorder()).up(kind_stack, ctx)
+    with pytest.raises(InfrastructureError, match=re.escape(says)):
+        kind.KindProvider(engine).down(kind_stack, info, ctx)
+    dead = {"run": "dead", "pid": 999_999_999, "start": "1", "kind": "kind"}
+    (ctx.run_dir.parent / "kind-clusters" / "pst-dead-y.json").write_text(json.dumps(dead))
+    problems = kind_owners.reap(engine, ctx.run_dir.parent)
+    assert problems and says in problems[0], problems
+    assert (ctx.run_dir.parent / "kind-clusters" / "pst-dead-y.json").exists()
+
+
+def test_an_unreadable_owner_record_is_reported_not_skipped(tmp_path: Path) -> None:
+    records = tmp_path / "kind-clusters"
+    records.mkdir()
+    (records / "pst-broken-x.json").write_text("{not json")
+    problems = kind_owners.reap(Recorder(), tmp_path)
+    assert len(problems) == 1 and "pst-broken-x" in problems[0] and "cannot be read" in problems[0]
 
 
 def test_here_without_a_registry_it_refuses_before_building_anything(
@@ -156,3 +203,26 @@ def test_without_go_it_refuses_before_building_anything(
     with pytest.raises(InfrastructureError, match="Go toolchain"):
         kind.KindProvider(Recorder()).up(kind_stack, ctx)
     assert slow == []
+
+
+@pytest.mark.parametrize(("ps", "ready", "says"), [
+    ("pst-x-control-plane running\n", 0, ""),
+    ("pst-x-control-plane exited\n", 0, "node container pst-x-control-plane of kind cluster"),
+    ("", 0, "has no node container any more"),
+    ("pst-x-control-plane running\n", 1, "does not answer /readyz"),
+])
+def test_health_looks_at_the_nodes_and_the_api_server(kind_stack: Stack, ctx: RunContext,
+                                                      offline_tools: Path, ps: str, ready: int,
+                                                      says: str) -> None:
+    info = kind.KindProvider(Recorder()).up(kind_stack, ctx)
+
+    def runner(argv: Sequence[str], timeout: float) -> subprocess.CompletedProcess[str]:
+        if list(argv[:2]) == ["docker", "ps"]:
+            return subprocess.CompletedProcess(list(argv), 0, ps, "")
+        if "/readyz" in argv:
+            return subprocess.CompletedProcess(list(argv), ready, "ok" if not ready else "",
+                                               "connection refused" if ready else "")
+        return subprocess.CompletedProcess(list(argv), 0, "", "")
+
+    why, _ = kind.KindProvider(runner).health(kind_stack, info)
+    assert (says in why) if says else why == "", why

@@ -18,6 +18,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pytest_stacks import ci, cli
+from pytest_stacks.ci import scope
+from pytest_stacks.ci.scope import Scope
 from pytest_stacks.cli import report as report_cli
 from pytest_stacks.manifest import Manifest, Stack, load
 from pytest_stacks.verdicts import merge, render, results
@@ -141,13 +143,15 @@ def entry(stack: Stack, manifest: Manifest, *, lane: str = "pr",
 
 
 def document(*stacks: dict[str, Any], lane: str = "pinned", ci_lane: str | None = "pr",
-             partial: tuple[str, ...] = (), exit_code: int = 0) -> dict[str, Any]:
-    return {"schema": "pytest-stacks/results", "schema_version": 1,
+             partial: tuple[str, ...] = (), exit_code: int = 0,
+             scope: Scope | None = None) -> dict[str, Any]:
+    return {"schema": "pytest-stacks/results", "schema_version": 2,
             "run": {"run_id": "run-1", "lane": lane, "ci_lane": ci_lane,
                     "started": "2025-06-01T10:00:00+00:00",
                     "finished": "2025-06-01T10:05:00+00:00", "manifest": "manifest.yaml",
                     "partial": bool(partial), "partial_reasons": list(partial),
-                    "pytest_exit": exit_code, "pytest_stacks_version": "0.1.0"},
+                    "scope": (scope or Scope()).to_json(), "pytest_exit": exit_code,
+                    "pytest_stacks_version": "0.1.0"},
             "stacks": list(stacks)}
 
 
@@ -229,7 +233,7 @@ def test_the_schema_is_valid_draft_2020_12_and_shipped() -> None:
     assert schema["$schema"] == "https://json-schema.org/draft/2020-12/schema"
     globs = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"][
         "package-data"]["pytest_stacks"]
-    assert any(fnmatch.fnmatch("schema/results-v1.schema.json", g) for g in globs)
+    assert any(fnmatch.fnmatch("schema/results-v2.schema.json", g) for g in globs)
 
 
 def _good(manifest: Manifest) -> dict[str, Any]:
@@ -254,8 +258,8 @@ REPEATABLE = '$.stacks[0].capabilities["outputs.repeatable"]'
 
 @pytest.mark.parametrize(("path", "value", "expected"), [
     ("schema", "junit", r"\$\.schema: 'junit' is not a pytest-stacks results document"),
-    ("schema_version", 2, r"\$\.schema_version: 2 is not supported \(the file was written by "
-                          r"pytest-stacks 0\.1\.0\).*reads version 1"),
+    ("schema_version", 1, r"\$\.schema_version: 1 is not supported \(the file was written by "
+                          r"pytest-stacks 0\.1\.0\).*reads version 2"),
     ("schema_version", True, r"\$\.schema_version: True is not supported"),
     ("stacks/0/verdict", "ok", r"\$\.stacks\[0\]\.verdict \(stack slurm-22\.05\): 'ok' is not "
                                r"allowed\. Expected one of: \"pass\", \"fail\""),
@@ -497,7 +501,8 @@ def test_lane_partial_and_exit_problems(manifest: Manifest,
     canary = write("canary.json", document(entry(manifest.get("slurm-22.05"), manifest,
                                                  lane="canary"), lane="canary", ci_lane="full"))
     partial = write("partial.json", document(entry(manifest.get("slurm-26.05"), manifest),
-                                             partial=("-k outputs",), exit_code=2))
+                                             partial=("-k 'outputs'",), exit_code=2,
+                                             scope=Scope(keyword="outputs")))
     paths = [canary, partial, *lane_files(manifest, write, ["htcondor-23.9"])]
     model = merge.merge(loaded(paths), manifest=manifest,
                         expected=merge.expected_from_lane(manifest, "pr"))
@@ -509,8 +514,9 @@ def test_lane_partial_and_exit_problems(manifest: Manifest,
         f"{canary}: stack slurm-22.05: ran with the canary references, but the pr lane runs "
         f"the pinned ones",
         f"{canary}: stack slurm-22.05: came from the full lane, not the pr lane",
-        f"{partial}: stack slurm-26.05: partial run (-k outputs); a table needs the whole "
-        f"suite: run it without narrowing the selection")
+        f"{partial}: stack slurm-26.05: partial run: -k outputs (-k 'outputs'), and the plan "
+        f"named no selection; a table needs the whole suite, or a plan that names the "
+        f"selection (pytest-stacks matrix --tests)")
 
 
 def test_failures_infra_and_unproven_are_not_green(manifest: Manifest,
@@ -779,3 +785,85 @@ def test_a_canary_report_of_an_empty_lane_exits_3(run: Callable[..., tuple[int, 
     code, _, err = run(str(one), "--lane", "canary")
     assert code == ci.EMPTY_LANE_EXIT and "the canary lane is empty" in err
 
+
+
+# ---------------------------------------------------------------- planned selections
+
+PLANNED = "tests/contract tests/backend"
+
+
+def _planned_lane(manifest: Manifest, write: Callable[..., Path], ran: Scope,
+                  reasons: tuple[str, ...], plan: str) -> tuple[merge.Compatibility, Path]:
+    """The pr lane with every job running the scope ``ran``, checked against a matrix whose
+    rows were planned with ``plan``."""
+    rows = ci.matrix(manifest, "pr", plan)
+    paths = [write(f"{name}.json", document(entry(manifest.get(name), manifest),
+                                            partial=reasons, scope=ran))
+             for name in PR]
+    path = paths[0].parent / "matrix.json"
+    path.write_text(json.dumps(rows))
+    model = merge.merge(loaded(paths), manifest=manifest,
+                        expected=merge.expected_from_matrix(path))
+    return model, paths[0]
+
+
+def test_a_run_of_exactly_the_planned_tests_stands_in_the_table(
+        manifest: Manifest, write: Callable[..., Path]) -> None:
+    ran = Scope(paths=("tests/backend", "./tests/contract/"))
+    model, _ = _planned_lane(manifest, write, ran, ("only tests/backend tests/contract",),
+                             PLANNED)
+    assert model.problems == () and model.green
+
+
+@pytest.mark.parametrize(("ran", "reasons", "says"), [
+    (Scope(paths=("tests/contract", "tests/backend"), keyword="completion"),
+     ("-k 'completion'", "only tests/contract tests/backend"),
+     "ran tests/contract tests/backend -k completion (-k 'completion'; only tests/contract "
+     "tests/backend), but the plan named tests/contract tests/backend: run exactly the "
+     "planned tests"),
+    (Scope(paths=("tests/contract", "tests/backend"), other=("--deselect=tests/x.py::t",)),
+     ("--deselect=tests/x.py::t", "only tests/contract tests/backend"),
+     "ran tests/contract tests/backend --deselect=tests/x.py::t"),
+    (Scope(paths=("tests/contract",)), ("only tests/contract",),
+     "ran tests/contract (only tests/contract), but the plan named tests/contract "
+     "tests/backend"),
+    (Scope(paths=("tests/contract", "tests/backend")), ("the run ended early (exit 2)",),
+     "the run ended early (exit 2): its tests did not all run, whatever was planned"),
+])
+def test_a_selection_the_plan_did_not_name_is_refused_naming_job_and_selection(
+        manifest: Manifest, write: Callable[..., Path], ran: Scope, reasons: tuple[str, ...],
+        says: str) -> None:
+    model, first = _planned_lane(manifest, write, ran, reasons, PLANNED)
+    assert not model.green
+    assert any(p.startswith(f"{first}: stack {PR[0]}: {says}") for p in model.problems), \
+        model.problems
+
+
+def test_a_plan_may_name_paths_k_and_m_only() -> None:
+    assert scope.planned("tests/a './tests/b/' -k 'x or y' -m slow") == Scope(
+        ("tests/a", "tests/b"), "x or y", "slow")
+    assert scope.planned("-kfoo") == Scope(keyword="foo")
+    for bad in ("tests --deselect tests/x.py::t", "-k a -k b", "-k", "tests 'unclosed"):
+        with pytest.raises(scope.ScopeError):
+            scope.planned(bad)
+
+
+def test_the_matrix_carries_the_planned_tests_and_refuses_other_options(
+        manifest: Manifest) -> None:
+    rows = ci.matrix(manifest, "pr", PLANNED)["include"]
+    assert {r["tests"] for r in rows} == {PLANNED}
+    with pytest.raises(ci.LaneError, match="a plan may name paths"):
+        ci.matrix(manifest, "pr", "tests --lf")
+
+
+def test_runnable_here_keeps_only_the_stacks_whose_requires_the_host_offers() -> None:
+    manifest = load(ROOT / "manifest.yaml")
+    everything = {r["stack"] for r in ci.matrix(manifest, "full")["include"]}
+    here = ci.matrix(manifest, "full", host=frozenset({"docker"}))["include"]
+    assert {r["stack"] for r in here} < everything
+    assert all(set(r["runner_needs"]) <= {"docker"} for r in here)
+    machine = {r["stack"] for r in ci.matrix(manifest, "full", host=frozenset(
+        {"docker", "go"}))["include"]}
+    assert "k8s-1.36-node-mpi-0.8" in machine and "htcondor-25" not in machine
+    with pytest.raises(ci.EmptyLaneError, match="this host offers only nothing"):
+        ci.matrix(manifest, "full", host=frozenset())

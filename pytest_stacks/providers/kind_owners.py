@@ -1,0 +1,127 @@
+"""Who owns which kind cluster, and removing the clusters of runs that died.
+
+kind has no labels of its own for clusters, so run ownership is carried in the cluster name
+(``pst-<run>-<stack>``) and in an owner record beside the run directories
+(``<runs>/kind-clusters/<cluster>.json``: run id, owner pid and start time, the kind binary).
+The reaper deletes a dead owner's clusters and never a live run's; clusters without our prefix
+or record, and kind's shared ``kind`` network, are never touched.
+
+Every removal is checked by looking again (the cluster's node containers, its network): a
+removal that did not take is named as a problem, and so is an owner record that cannot be
+read, because skipping it would leave a cluster running with nobody told.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from pytest_stacks.providers.labels import owner_alive
+
+Runner = Callable[[Sequence[str], float], subprocess.CompletedProcess[str]]
+CLUSTER_PREFIX = "pst-"
+KIND_CLUSTER_LABEL = "io.x-k8s.kind.cluster"  # kind's label on every node container
+
+
+def owner_file(root: Path, cluster: str) -> Path:
+    return root / "kind-clusters" / f"{cluster}.json"
+
+
+def record_owner(root: Path, cluster: str, *, run_id: str, pid: int, start: str,
+                 kind: Path) -> None:
+    path = owner_file(root, cluster)
+    path.parent.mkdir(mode=0o700, exist_ok=True)
+    path.write_text(json.dumps({"run": run_id, "pid": pid, "start": start, "kind": str(kind)}))
+
+
+@dataclass(frozen=True)
+class Owned:
+    """One owner record: the cluster, its record file, and what the record says."""
+
+    cluster: str
+    record: Path
+    run: str
+    pid: int
+    start: str
+    kind: str
+
+
+def records(root: Path) -> tuple[list[Owned], list[str]]:
+    """Every owner record, and a problem line per record that cannot be read."""
+    found, problems = [], []
+    for path in sorted((root / "kind-clusters").glob(f"{CLUSTER_PREFIX}*.json")):
+        try:
+            data = json.loads(path.read_text())
+            found.append(Owned(path.stem, path, str(data["run"]), int(data["pid"]),
+                               str(data["start"]), str(data.get("kind") or "kind")))
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            problems.append(f"kind cluster {path.stem}: its owner record {path} cannot be "
+                            f"read ({exc}); check the cluster by hand (`kind get clusters`) "
+                            f"and remove the record")
+    return found, problems
+
+
+def dead(root: Path) -> list[Owned]:
+    """Our clusters whose owning run is dead (what :func:`reap` deletes)."""
+    owned, _ = records(root)
+    return [o for o in owned if not owner_alive(o.pid, o.start)]
+
+
+def reap(runner: Runner, root: Path, only_run: str | None = None) -> list[str]:
+    """Delete our clusters whose owner is dead (or, with ``only_run``, that run's clusters),
+    each with its own docker network, and prove each gone. Returns what could not be removed
+    (and records that could not be read)."""
+    owned, problems = records(root)
+    chosen = [o for o in owned if o.run == only_run] if only_run is not None else [
+        o for o in owned if not owner_alive(o.pid, o.start)]
+    for cluster in chosen:
+        problem = delete(runner, cluster.kind, cluster.cluster)
+        if problem:
+            problems.append(problem)
+        else:
+            cluster.record.unlink(missing_ok=True)
+    return problems
+
+
+def delete(runner: Runner, kind: str, cluster: str) -> str:
+    """``kind delete cluster``, then prove it: no node container left, the network gone.
+    Returns a problem, or ''."""
+    done = runner([kind, "delete", "cluster", "--name", cluster], 300)
+    if done.returncode != 0:
+        return f"kind cluster {cluster}: `kind delete cluster` failed: " \
+               f"{(done.stderr or done.stdout).strip()[-300:]}"
+    return remaining(runner, cluster) or remove_network(runner, cluster)
+
+
+def remaining(runner: Runner, cluster: str) -> str:
+    """'' when no node container of ``cluster`` is left; else what is (or why we cannot
+    tell: an engine error never reads as "nothing remains")."""
+    left = runner(["docker", "ps", "-aq", "--filter", f"label={KIND_CLUSTER_LABEL}={cluster}"],
+                  60)
+    if left.returncode != 0:
+        return f"kind cluster {cluster}: cannot list its node containers to prove them gone: " \
+               f"{(left.stderr or left.stdout).strip()[-300:]}"
+    if left.stdout.split():
+        return f"kind cluster {cluster}: containers remain after delete: {left.stdout.split()}"
+    return ""
+
+
+def remove_network(runner: Runner, network: str) -> str:
+    """Remove the cluster's own docker network (named like the cluster, so never kind's
+    shared ``kind``) and look again; gone already is fine. Returns a problem, or ''."""
+    assert network.startswith(CLUSTER_PREFIX)
+    done = runner(["docker", "network", "rm", network], 60)
+    said = (done.stderr or done.stdout).strip()
+    if done.returncode != 0 and "not found" not in said.lower() \
+            and "no such network" not in said.lower():
+        return f"kind cluster {network}: its docker network remains: {said[-300:]}"
+    look = runner(["docker", "network", "ls", "-q", "--filter", f"name=^{network}$"], 60)
+    if look.returncode != 0:
+        return f"kind cluster {network}: cannot list networks to prove its network gone: " \
+               f"{(look.stderr or look.stdout).strip()[-300:]}"
+    if look.stdout.strip():
+        return f"kind cluster {network}: its docker network remains after removal"
+    return ""
