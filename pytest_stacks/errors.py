@@ -6,6 +6,8 @@ each carries a message written for a person, never a traceback.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 
 class StacksError(Exception):
     """Base class: anything pytest-stacks reports to a user as a clear message."""
@@ -39,3 +41,27 @@ class InfrastructureError(StacksError):
 
 class BackendCallError(StacksError):
     """A whole bulk call failed (daemon down, auth refused). Per-job failures are values."""
+
+
+#: The prefix every report puts before an infrastructure error (terminal, junit, Allure), so
+#: a reader, Allure's categories and CI's log search all tell it from a test failure.
+INFRA_PREFIX = "INFRASTRUCTURE ERROR (not a test failure)"
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing that keeps a run from being clean (or, with ``failing`` False, that a person
+    should read): which stack (None: the run as a whole), what kind, and the text.
+
+    Kinds: ``teardown`` (not proven: the stack's verdict is infra), ``unproven`` (a declared
+    capability no passing test required), ``nothing-ran``, ``results`` (the results file).
+    Records instead of "name: text" strings, so nobody parses a message back.
+    """
+
+    stack: str | None
+    kind: str
+    text: str
+    failing: bool = True
+
+    def __str__(self) -> str:
+        return f"{self.stack}: {self.text}" if self.stack else self.text

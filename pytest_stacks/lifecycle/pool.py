@@ -19,7 +19,7 @@ from collections.abc import Iterable
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 
 from pytest_stacks import cancellation, progress
-from pytest_stacks.errors import InfrastructureError
+from pytest_stacks.errors import InfrastructureError, Problem
 from pytest_stacks.lifecycle.probe import functional_probe
 from pytest_stacks.lifecycle.rundir import RunDirectory, StackRecord, kept_records
 from pytest_stacks.manifest import Stack
@@ -198,8 +198,9 @@ class StackPool:
                 attached.close()
         self._attached.clear()
 
-    def teardown(self, stacks: dict[str, Stack]) -> list[str]:
-        """Owner only: bring down every stack this run brought up. Returns problems.
+    def teardown(self, stacks: dict[str, Stack]) -> list[Problem]:
+        """Owner only: bring down every stack this run brought up. Returns problems (kind
+        ``teardown``: a stack whose teardown was not proven is an infrastructure error).
 
         ``stacks`` are the run's selected stacks by name.
         """
@@ -216,21 +217,22 @@ class StackPool:
             try:
                 provider_for(stack).down(stack, record.info, self.ctx)
             except Exception as exc:
-                problems.append(f"{stack.name}: teardown not proven: {exc}")
+                problems.append(Problem(stack.name, "teardown", f"teardown not proven: {exc}"))
             else:
                 self.run_dir.forget(stack.name)
         problems.extend(self._sweep(stacks))
         return problems
 
-    def _sweep(self, stacks: dict[str, Stack]) -> list[str]:
+    def _sweep(self, stacks: dict[str, Stack]) -> list[Problem]:
         """The safety net: what an interrupted bring-up created before it was recorded."""
         problems = []
         for provider_name in sorted({s.provider for s in stacks.values()}):
             stack = next(s for s in stacks.values() if s.provider == provider_name)
             try:
-                problems.extend(provider_for(stack).sweep_run(self.ctx))
+                left = provider_for(stack).sweep_run(self.ctx)
             except Exception as exc:
-                problems.append(f"cannot verify teardown of run {self.ctx.run_id}: {exc}")
+                left = [f"cannot verify teardown of run {self.ctx.run_id}: {exc}"]
+            problems += [Problem(None, "teardown", text) for text in left]
         return problems
 
 

@@ -41,6 +41,8 @@ MARKERS = (
     "PEP 440 specifier (and its backend, if given).",
     "for_backend(*backends): the test is about these backends only; it is deselected (not "
     "skipped) on stacks of other backends.",
+    "for_transport(*transports): the test is about these transports only (ssh, local, "
+    "bindings, kubernetes); it is deselected (not skipped) on stacks reached another way.",
     "client_version(specifier): run only where the client's observed version (e.g. the "
     "HTCondor bindings) matches the PEP 440 specifier.",
 )

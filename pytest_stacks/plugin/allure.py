@@ -36,20 +36,20 @@ from typing import Any
 
 import pytest
 
+from pytest_stacks.errors import INFRA_PREFIX
 from pytest_stacks.manifest import Stack
 from pytest_stacks.plugin.state import PROP_INFRA, PROP_STACK, State, item_stack, state
 
 PLUGIN_NAME = "pytest-stacks-allure"
 # reporting.py starts an infrastructure error's longrepr with this; INFRA_REGEX matches it,
 # and tests/plugin/test_allure.py checks both against a real infrastructure error.
-INFRA_PREFIX = "INFRASTRUCTURE ERROR (not a test failure)"
 INFRA_CATEGORY = "Infrastructure errors (not product failures)"
 PRODUCT_CATEGORY = "Product failures"
 TEST_ERRORS_CATEGORY = "Test errors (broken tests, not infrastructure)"
 # Allure 2 full-matches with DOTALL, Allure 3 searches (with or without the s flag): these
 # two patterns mean the same under all three.
-INFRA_REGEX = r"INFRASTRUCTURE ERROR \(not a test failure\).*"
-NOT_INFRA_REGEX = r"^(?!INFRASTRUCTURE ERROR).*"
+INFRA_REGEX = INFRA_PREFIX.replace("(", r"\(").replace(")", r"\)") + ".*"
+NOT_INFRA_REGEX = rf"^(?!{INFRA_PREFIX.split(' (')[0]}).*"
 
 # First: it must win where Allure assigns only the first matching category (Allure 3).
 LEADING_CATEGORIES: tuple[dict[str, Any], ...] = (

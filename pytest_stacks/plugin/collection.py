@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from pytest_stacks import registry
 from pytest_stacks.manifest import Manifest, Stack
 from pytest_stacks.plugin.state import item_stack, state
 from pytest_stacks.selection import (
@@ -70,6 +71,12 @@ def _marker_problem(item: pytest.Function, manifest: Manifest) -> str | None:
         if unknown or not mark.args:
             return (f"@pytest.mark.for_backend names unknown backend(s) {unknown or '(none)'}; "
                     f"known: {', '.join(manifest.backends)}")
+    transports = sorted({t for s in registry.BACKENDS.values() for t in s.transports})
+    for mark in item.iter_markers("for_transport"):
+        unknown = [t for t in mark.args if t not in transports]
+        if unknown or not mark.args:
+            return (f"@pytest.mark.for_transport names unknown transport(s) "
+                    f"{unknown or '(none)'}; known: {', '.join(transports)}")
     for marker, example in (("client_version", ""), ("stack_version", ", e.g. "
                                                      "stack_version('>=24.11')")):
         for mark in item.iter_markers(marker):
@@ -82,13 +89,23 @@ def _marker_problem(item: pytest.Function, manifest: Manifest) -> str | None:
     return None
 
 
+def _about_another_stack(item: pytest.Item, stack: Stack | None) -> bool:
+    """A test about some backends or transports only (``for_backend``, ``for_transport``)
+    on a stack of another: not a skip (it proves nothing there, and says nothing missing)."""
+    if stack is None:
+        return False
+    for marker, value in (("for_backend", stack.backend), ("for_transport", stack.transport)):
+        wanted = {str(a) for m in item.iter_markers(marker) for a in m.args}
+        if wanted and value not in wanted:
+            return True
+    return False
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     kept: list[pytest.Item] = []
     other_backend: list[pytest.Item] = []
     for item in items:
-        stack = item_stack(item)
-        wanted = {b for m in item.iter_markers("for_backend") for b in m.args}
-        if stack is not None and wanted and stack.backend not in wanted:
+        if _about_another_stack(item, item_stack(item)):
             other_backend.append(item)
         else:
             kept.append(item)

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from pytest_stacks import signals
-from pytest_stacks.errors import InfrastructureError
+from pytest_stacks.errors import INFRA_PREFIX, InfrastructureError, Problem
 from pytest_stacks.manifest import Stack
 from pytest_stacks.plugin import verdicts
 from pytest_stacks.plugin.fixtures import HANDLES
@@ -38,7 +38,7 @@ def pytest_runtest_makereport(item: pytest.Item,
     error = _infrastructure_error(item, stack, call, report)
     if error is not None:
         report.user_properties.append((PROP_INFRA, error.message))
-        report.longrepr = f"INFRASTRUCTURE ERROR (not a test failure): {error}"
+        report.longrepr = f"{INFRA_PREFIX}: {error}"
         if error.logs:
             report.sections.append((f"stack {stack.name}: daemon logs", error.logs[-20000:]))
     elif report.failed and call.when == "call":
@@ -155,10 +155,10 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
                                              session.exitstatus)
         path, problem = verdicts.write(session.config, document)
         if problem:
-            current.closing_problems.append(problem)
+            current.closing_problems.append(Problem(None, "results", problem))
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
         elif path is not None:
-            current.notes.append(f"results: {path}")
+            current.notes.append(Problem(None, "results", f"results: {path}", failing=False))
 
 
 def _judged(current: State) -> bool:
@@ -181,22 +181,21 @@ def _judge_capabilities(config: pytest.Config, current: State) -> None:
             continue  # already failing for a reason that explains this one
         table = current.outcomes.capabilities(stack, list(current.manifest.capabilities))
         for line in verdicts.unproven(stack, table):
-            if failing:
-                current.closing_problems.append(f"{stack.name}: {line}")
-            else:
-                current.notes.append(f"{stack.name}: {line}")
-    if not failing and any(n for n in current.notes if " unproven " in n):
+            found = Problem(stack.name, "unproven", line, failing=failing)
+            (current.closing_problems if failing else current.notes).append(found)
+    if not failing and any(n.kind == "unproven" for n in current.notes):
         why = ("--stack-unproven=warn" if policy == "warn"
                else "a partial run (" + "; ".join(reasons) + ")")
-        current.notes.append(f"unproven capabilities are not failing this run: {why}; the "
-                             f"whole suite fails on them")
+        current.notes.append(Problem(
+            None, "unproven", f"unproven capabilities are not failing this run: {why}; the "
+            f"whole suite fails on them", failing=False))
 
 
-def _nothing_ran(current: State) -> list[str]:
+def _nothing_ran(current: State) -> list[Problem]:
     """A selected stack on which no test ran fails the session (fail closed)."""
     any_stack_test = sum(current.seen.values()) > 0
-    return [f"{stack.name}: no test ran on this stack (all skipped or deselected). "
-            f"A selected stack must run at least one test."
+    return [Problem(stack.name, "nothing-ran", "no test ran on this stack (all skipped or "
+                    "deselected). A selected stack must run at least one test.")
             for stack in current.selected
             if current.ran[stack.name] == 0 and stack.name not in current.infra
             and (current.explicit or any_stack_test)]
@@ -219,7 +218,7 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int,
         else:
             tr.write_line(line)
     for note in current.notes:
-        tr.write_line(note, yellow=" unproven" in note)
+        tr.write_line(str(note), yellow=note.kind == "unproven")
     for problem in current.closing_problems:
         tr.write_line(f"FAIL-CLOSED: {problem}", red=True, bold=True)
 

@@ -4,12 +4,16 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from pytest_stacks.errors import Problem
 from pytest_stacks.lifecycle import StackPool, StackRecord
 from pytest_stacks.manifest import Manifest, Stack
+
+if TYPE_CHECKING:  # verdicts reads the state: a run-time import would be a cycle
+    from pytest_stacks.plugin.verdicts import Outcomes
 
 PROP_STACK = "pytest-stacks:stack"
 PROP_INFRA = "pytest-stacks:infra"
@@ -25,11 +29,14 @@ class State:
     ran: Counter[str] = field(default_factory=Counter)
     seen: Counter[str] = field(default_factory=Counter)
     infra: dict[str, str] = field(default_factory=dict)
-    closing_problems: list[str] = field(default_factory=list)
+    closing_problems: list[Problem] = field(default_factory=list)
     records: dict[str, StackRecord] = field(default_factory=dict)
-    notes: list[str] = field(default_factory=list)  # said in the summary, not failing
+    notes: list[Problem] = field(default_factory=list)  # said in the summary, not failing
     previous_sigterm: Any = None
-    outcomes: Any = None  # plugin.verdicts.Outcomes, on the run's owner
+    outcomes: Outcomes | None = None  # on the run's owner
+
+    def problems_of(self, stack: str) -> list[Problem]:
+        return [p for p in self.closing_problems if p.stack == stack]
 
 
 STATE = pytest.StashKey[State]()

@@ -209,9 +209,12 @@ def stack_document(current: State, stack: Stack, outcomes: Outcomes) -> dict[str
     record = current.records.get(stack.name)
     infra = current.infra.get(stack.name)
     lane = current.pool.ctx.lane if current.pool is not None else "pinned"
-    problems = [p.split(": ", 1)[1] for p in current.closing_problems
-                if p.startswith(f"{stack.name}: ")]
+    own = current.problems_of(stack.name)
+    problems = [p.text for p in own]
     problems += [line for line in unproven(stack, table) if line not in problems]
+    teardown = [p.text for p in own if p.kind == "teardown"]
+    if infra is None and teardown:
+        infra = teardown[0]  # a stack whose teardown was not proven is not a pass anywhere
     return {
         "name": stack.name, "backend": stack.backend, "version": stack.version,
         "provider": stack.provider, "transport": stack.transport,

@@ -62,11 +62,16 @@ class Cell:
 
     @property
     def text(self) -> str:
-        """``pass 3``, ``fail 1/4``: the status and how many tests the claim rests on."""
-        return {"pass": f"pass {self.passed}", "fail": f"fail {self.failed}/{self.ran}",
-                "infra": f"infra {self.infra}/{self.ran}", "unproven": "unproven",
-                "not-offered": "not offered", "missing": "no result",
-                "unreported": "not reported"}.get(self.status, self.status)
+        """``pass 3``, ``fail 1/4``, ``pass 2 · 1 skipped``: the status, how many tests the
+        claim rests on, and how many tests requiring it were skipped at run time (on an
+        offered capability those prove nothing, and a cell must not hide them)."""
+        shown = {"pass": f"pass {self.passed}", "fail": f"fail {self.failed}/{self.ran}",
+                 "infra": f"infra {self.infra}/{self.ran}", "unproven": "unproven",
+                 "not-offered": "not offered", "missing": "no result",
+                 "unreported": "not reported"}.get(self.status, self.status)
+        if self.skipped and self.status in ("pass", "fail", "infra", "unproven"):
+            shown += f" · {self.skipped} skipped"
+        return shown
 
 
 @dataclass(frozen=True)
@@ -91,6 +96,15 @@ class Row:
     infra: str | None = None
     cells: Mapping[str, Cell] = field(default_factory=dict)
     problems: tuple[str, ...] = ()
+
+    @property
+    def observed(self) -> str:
+        """The daemon version the stack reported, and for a fake what that is worth: a double
+        echoes its pin, so its "observed" version proves nothing about a daemon."""
+        if not self.observed_daemon:
+            return ""
+        return f"{self.observed_daemon} (pinned, simulated)" if self.fake \
+            else self.observed_daemon
 
 
 @dataclass(frozen=True)

@@ -18,10 +18,14 @@ from pytest_stacks.verdicts.merge import Cell, Compatibility, Failure, Row
 
 FORMATS = ("markdown", "html", "json")
 LEGEND = (
-    ("pass", "pass N", "offered, and every one of the N tests requiring it passed"),
+    ("pass", "pass N", "offered, and the N tests requiring it that ran all passed against the "
+     "stack (no failure, no infrastructure error); N >= 1. For a fake stack the daemon is a "
+     "double: its version is the pin, simulated"),
     ("fail", "fail F/N", "offered, and F of the N tests requiring it that ran failed"),
     ("infra", "infra I/N", "offered, no failure, but I tests hit an infrastructure error"),
     ("unproven", "unproven", "offered, but no test requiring it passed (none ran)"),
+    ("pass", "· S skipped", "S more tests requiring it were skipped at run time on this stack "
+     "(they proved nothing here; the count is shown so a cell never hides them)"),
     ("not-offered", "not offered", "the stack does not offer it; tests requiring it skipped"),
     ("missing", "no result", "no job reported this stack"),
     ("unreported", "not reported", "the stack's results do not mention this capability"),
@@ -89,7 +93,8 @@ def markdown(model: Compatibility) -> str:
              "| " + " | ".join(_md(h) for h in header) + " |",
              "|" + "---|" * len(header)]
     for row in model.rows:
-        cells = [row.backend, row.version, row.role, row.stack, _where(row)]
+        version = f"{row.version} (simulated)" if row.fake else row.version
+        cells = [row.backend, version, row.role, row.stack, _where(row)]
         shown = [_md(c) for c in cells]
         shown.append(f"{ICONS.get(row.verdict, '')} {_md(row.verdict)}".strip())
         shown += [_md_cell(row.cells.get(c, Cell("unreported"))) for c in model.capabilities]
@@ -180,7 +185,7 @@ def html_page(model: Compatibility) -> str:
 
 
 def _html_row(row: Row, capabilities: tuple[str, ...]) -> str:
-    info = [f"observed {row.observed_daemon}" if row.observed_daemon else "",
+    info = [f"observed {row.observed}" if row.observed else "",
             f"client {row.observed_client}" if row.observed_client else "",
             f"up in {row.startup_s:.0f} s" if row.startup_s is not None else ""]
     detail = ", ".join(x for x in info if x)
@@ -227,7 +232,8 @@ def _row_dict(row: Row) -> dict[str, Any]:
         "lane": row.lane, "provider": row.provider, "transport": row.transport,
         "configuration": row.configuration, "fake": row.fake, "verdict": row.verdict,
         "source": row.source, "run_id": row.run_id,
-        "observed": {"daemon": row.observed_daemon, "client": row.observed_client},
+        "observed": {"daemon": row.observed_daemon, "client": row.observed_client,
+                     "simulated": row.fake},
         "startup_s": row.startup_s, "infra": row.infra,
         "cells": {name: {"status": c.status, "text": c.text, "passed": c.passed,
                          "failed": c.failed, "skipped": c.skipped, "infra": c.infra,

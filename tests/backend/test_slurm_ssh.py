@@ -1,9 +1,11 @@
 """Slurm reached over SSH (login node, jump hosts): what users of such sites depend on.
 
-These run on every Slurm stack whose transport is ``ssh``; the contract suite already runs
-through that transport (the driver is the same), so here the transport itself is checked:
-the non-root login user, arguments that survive the remote shell byte for byte, the declared
-route, private per-run credentials, and jobs that land on more than one node.
+These run on every Slurm stack whose transport is ``ssh`` (deselected elsewhere); the contract
+suite already runs through that transport (the driver is the same), so here the transport
+itself is checked: the non-root login user, arguments that survive the remote shell byte for
+byte, the declared route, private per-run credentials. Those checks submit no job, so they
+require no capability (they prove the route, not ``submit`` or ``status``); the one that does
+run a job across both compute nodes requires what it exercises.
 """
 
 from __future__ import annotations
@@ -20,13 +22,11 @@ from pytest_stacks.manifest import Stack
 from pytest_stacks.providers import ssh_access
 from pytest_stacks.transports.ssh import SshTransport
 
-pytestmark = [pytest.mark.for_backend("slurm"), pytest.mark.requires("submit", "status")]
+pytestmark = [pytest.mark.for_backend("slurm"), pytest.mark.for_transport("ssh")]
 
 
 @pytest.fixture
 def ssh(stack: Stack, stack_info: dict[str, Any]) -> SshTransport:
-    if stack.transport != "ssh":
-        pytest.skip(f"stack {stack.name} is reached over {stack.transport}, not ssh")
     return ssh_access.transport(stack_info)
 
 

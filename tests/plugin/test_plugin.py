@@ -386,3 +386,37 @@ def test_junit_records_the_identities_the_api_server_assigned(pytester: pytest.P
     for kind in ("MPIJob", "Service", "ConfigMap", "Secret", "Job", "Pod"):
         assert f'name="pytest-stacks:identity" value="{kind} ' in xml, kind
     assert xml.count('name="pytest-stacks:identity"') >= 8 and "owner=" in xml
+
+
+def test_tests_about_other_backends_or_transports_are_deselected_not_skipped(
+        project: pytest.Pytester) -> None:
+    """A test about ssh says nothing about a stack reached locally: deselected there (it
+    neither proves nor leaves unproven a capability), and a typo in the marker is an error."""
+    project.makepyfile(test_scoped=textwrap.dedent("""
+        import pytest
+
+        @pytest.mark.for_transport("ssh")
+        def test_over_ssh(stack):
+            pass
+
+        @pytest.mark.for_transport("local")
+        def test_local(stack):
+            pass
+
+        @pytest.mark.for_backend("mpi-operator")
+        def test_kubernetes(stack):
+            pass
+    """))
+    result = project.runpytest("test_scoped.py", "--stack=fake-slurm", "-v", "-p", "no:randomly")
+    result.assert_outcomes(passed=1, deselected=2)
+    result.stdout.fnmatch_lines(["*test_local*fake-slurm*PASSED*"])
+    project.makepyfile(test_typo=textwrap.dedent("""
+        import pytest
+
+        @pytest.mark.for_transport("sssh")
+        def test_typo(stack):
+            pass
+    """))
+    result = project.runpytest("test_typo.py", "--stack=fake-slurm")
+    result.stdout.fnmatch_lines(["*for_transport names unknown transport(s) ?'sssh'?; known:*"])
+    assert result.ret != 0

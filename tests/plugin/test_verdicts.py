@@ -248,3 +248,28 @@ def test_xdist_controller_writes_every_workers_outcomes(project: pytest.Pytester
     assert {len(s["tests"]) for s in stacks.values()} == {2}
     assert stacks["fake-slurm"]["verdict"] == "unproven"
     assert stacks["fake-slurm-20.11"]["verdict"] == "pass"
+
+
+def test_a_stack_whose_teardown_was_not_proven_is_not_a_pass_in_its_results(
+        project: pytest.Pytester) -> None:
+    """Not only the merged table: the stack's own verdict says infra, with the reason."""
+    project.makeconftest("""
+        from pytest_stacks.errors import InfrastructureError
+        from pytest_stacks.providers.fake import FakeProvider
+
+        ORIGINAL = FakeProvider.down
+
+        def down(self, stack, info, ctx):
+            raise InfrastructureError(stack.name, "containers remain: pst-x")
+
+        FakeProvider.down = down
+
+        def pytest_unconfigure(config):  # after teardown; pytester runs share this process
+            FakeProvider.down = ORIGINAL
+    """)
+    result = project.runpytest("--stack=fake-slurm-20.11")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED, result.stdout.str()
+    result.stdout.fnmatch_lines(["*FAIL-CLOSED: fake-slurm-20.11: teardown not proven:*"])
+    [stack] = _results(project)["stacks"]
+    assert stack["verdict"] == "infra", stack
+    assert "teardown not proven" in stack["infra"] and "pst-x" in stack["infra"]

@@ -538,7 +538,7 @@ def test_failures_infra_and_unproven_are_not_green(manifest: Manifest,
     assert by["slurm-22.05"].cells["outputs"].failures == (merge.Failure(
         nodeid("slurm-22.05", "outputs"), "failed", "AssertionError: b'hi' != b''\nmore"),)
     assert by["slurm-26.05"].cells["submit"].text == "infra 1/1"
-    assert by["htcondor-23.9"].cells["outputs"].text == "unproven"
+    assert by["htcondor-23.9"].cells["outputs"].text == "unproven · 1 skipped"
     assert model.problems == (  # in table order
         f"{paths[1]}: stack slurm-22.05: fail: 2 test(s) ({nodeid('slurm-22.05', 'status')}, "
         f"{nodeid('slurm-22.05', 'outputs')}) failed",
@@ -867,3 +867,24 @@ def test_runnable_here_keeps_only_the_stacks_whose_requires_the_host_offers() ->
     assert "k8s-1.36-node-mpi-0.8" in machine and "htcondor-25" not in machine
     with pytest.raises(ci.EmptyLaneError, match="this host offers only nothing"):
         ci.matrix(manifest, "full", host=frozenset())
+
+
+def test_a_cell_shows_the_tests_skipped_at_run_time() -> None:
+    """A test that requires an offered capability and skips at run time proved nothing; the
+    cell says so instead of showing only the passes."""
+    assert merge.Cell("pass", passed=2, skipped=1).text == "pass 2 · 1 skipped"
+    assert merge.Cell("fail", passed=1, failed=1, skipped=3).text == "fail 1/2 · 3 skipped"
+    assert merge.Cell("pass", passed=2).text == "pass 2"
+    assert merge.Cell("not-offered", skipped=4).text == "not offered"
+
+
+def test_a_fake_stacks_observed_version_is_said_to_be_simulated() -> None:
+    fake = merge.Row("fake-slurm", "slurm", "24.11.5", "leading-edge", "pr", "fake", "local",
+                     "single-node", True, "pass", observed_daemon="24.11.5")
+    real = merge.Row("slurm-24.11", "slurm", "24.11.5", "leading-edge", "pr", "compose",
+                     "local", "single-node", False, "pass", observed_daemon="24.11.5")
+    assert fake.observed == "24.11.5 (pinned, simulated)" and real.observed == "24.11.5"
+    model = merge.Compatibility("t", None, (), (fake, real), (), ())
+    assert "24.11.5 (simulated)" in render.markdown(model)
+    assert "observed 24.11.5 (pinned, simulated)" in render.html_page(model)
+    assert render.to_dict(model)["rows"][0]["observed"]["simulated"] is True
