@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -203,9 +204,29 @@ def test_an_mpi_job_reports_every_rank_on_distinct_hosts(backend: JobClient, sta
     assert len(set(ranks.values())) == workers, text[-2000:]
 
 
-@pytest.mark.requires("logs")
-def test_daemon_logs_can_be_handed_over(stack_logs: Callable[[], str]) -> None:
-    """What failure reports attach: the daemons' own logs, as text, not an empty promise."""
-    logs = stack_logs()
-    assert isinstance(logs, str)
-    assert logs.strip(), "the stack offers 'logs' but handed over nothing"
+def _mentions(text: str, job_id: str) -> bool:
+    """Whether a log line names the job: a scheduler's number (``JobId=37``, ``job 37.0``)
+    as a whole token, never a piece of a time or a date; an object name as it is."""
+    if not re.fullmatch(r"[\d.]+", job_id):
+        return job_id in text
+    return re.search(rf"(?<![\w.:/-]){re.escape(job_id)}(?![\w:/-]|\.\d)", text) is not None
+
+
+@pytest.mark.requires("submit", "status", "logs")
+def test_daemon_logs_name_a_job_just_run(backend: JobClient, stack: Stack,
+                                         stack_logs: Callable[[], str]) -> None:
+    """What failure reports attach are the daemons' own logs: a job run now must be named in
+    lines that were not there before it (the scheduler's log, the API server's events), so an
+    empty, unreadable or stale log, or one that only echoes what the client sent, fails."""
+    before = set(stack_logs().splitlines())
+    [handle] = submitted(backend.submit([JobSpec(script="true\n", name="logged")]))
+    wait_for(backend, [handle], timeout=_timeout(stack))
+    deadline = time.monotonic() + _timeout(stack)
+    while True:  # daemons write their logs a moment after the state changes
+        new = [line for line in stack_logs().splitlines() if line not in before]
+        if any(_mentions(line, handle.job_id) for line in new):
+            return
+        assert time.monotonic() < deadline, (
+            f"no new line of the daemon logs names job {handle.job_id}; new lines:\n"
+            + "\n".join(new[-40:]))
+        time.sleep(0.5)

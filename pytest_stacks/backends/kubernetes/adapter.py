@@ -39,6 +39,7 @@ STATE = "/var/lib/k8s"
 LOGS = "/var/log/k8s"
 READY = "/opt/pytest-stacks/ready.sh"
 OPERATOR = "/opt/k8s/operator/bin/mpi-operator"
+KUBECTL = "/opt/k8s/kubernetes/bin/kubectl"
 NODE_CONFIGURATION = "controlplane-kubelet"
 NODE_NAME = "pytest-stacks-node"
 COREDNS = "/opt/k8s/coredns/bin/coredns"
@@ -240,8 +241,13 @@ class ControlPlaneAdapter:
         return client
 
     def daemon_logs(self, transport: Transport) -> str:
+        """Each component's log (its last lines), then the events the API server holds: what
+        the controllers, the scheduler, the kubelet and the operator did to which object."""
         script = (f"for f in {LOGS}/*.log; do [ -f \"$f\" ] || continue; "
-                  f"echo \"===== $f\"; tail -n 60 \"$f\"; done")
+                  f"echo \"===== $f\"; tail -n 60 \"$f\"; done; "
+                  f"echo '===== kubectl get events -A'; {KUBECTL} --kubeconfig "
+                  f"{STATE}/admin.kubeconfig get events -A --sort-by=.lastTimestamp "
+                  f"| tail -n 150")
         result = transport.run(["sh", "-c", script], user="root", timeout=30)
         return result.stdout + result.stderr
 

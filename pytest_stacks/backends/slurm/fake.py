@@ -57,8 +57,9 @@ class FakeSlurmHost:
         self._ids = itertools.count(1)
         self._jobs: dict[int, _Job] = {}
         self._jobcomp: list[str] = []
+        self._ctld_log: list[str] = []  # what the modelled slurmctld itself says
         self._lock = threading.RLock()
-        self.log: list[str] = []
+        self.log: list[str] = []  # the commands received (for the double's own tests)
         major, minor = (int(p) for p in version.split(".")[:2])
         self._series = (major, minor)
 
@@ -134,6 +135,7 @@ class FakeSlurmHost:
         err = opts.get("--error", out).replace("%j", str(job_id))
         self._jobs[job_id] = _Job(job_id, opts.get("--job-name", script.name), workdir,
                                   [str(script), *rest[1:]], out, err, user)
+        self._ctld(f"_slurm_rpc_submit_batch_job: JobId={job_id} InitPrio=1 usec=12")
         self._tick()
         return self._ok(argv, f"{job_id}\n" if "--parsable" in opts else
                         f"Submitted batch job {job_id}\n")
@@ -182,8 +184,16 @@ class FakeSlurmHost:
             if stderr is not stdout:
                 stderr.close()
         job.state, job.reason = "RUNNING", "None"
+        self._ctld(f"sched: Allocate JobId={job.job_id} NodeList=localhost #CPUs=1 "
+                   f"Partition=debug")
+
+    def _ctld(self, text: str) -> None:
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%S") + f".{int(time.time() * 1000) % 1000:03d}"
+        self._ctld_log.append(f"[{stamp}] {text}")
 
     def _complete(self, job: _Job) -> None:
+        self._ctld(f"_job_complete: JobId={job.job_id} WEXITSTATUS {job.exit_code}")
+        self._ctld(f"_job_complete: JobId={job.job_id} done")
         self._jobcomp.append(
             f"JobId={job.job_id} UserId={job.user}(1000) GroupId={job.user}(1000) "
             f"Name={job.name} JobState={job.state} Partition=debug TimeLimit=10 "
@@ -278,6 +288,7 @@ class FakeSlurmHost:
             if job.process is not None and job.process.poll() is None:
                 os.killpg(job.process.pid, signal.SIGKILL)
                 job.process.wait()
+            self._ctld(f"_slurm_rpc_kill_job: REQUEST_KILL_JOB JobId={job.job_id} uid 1000")
             job.state, job.reason = "CANCELLED", "None"
             job.exit_code, job.signal = 0, 15
             job.ended = time.monotonic()
@@ -299,7 +310,11 @@ class FakeSlurmHost:
     # ------------------------------------------------------------ lifecycle
 
     def daemon_log(self) -> str:
-        return "\n".join(["# commands received", *self.log[-200:], "# jobcomp", *self._jobcomp])
+        """What the daemons wrote (slurmctld's log, the completion log), never the commands a
+        client sent: a job id in the logs must be the daemon's own record of the job."""
+        with self._lock:
+            return "\n".join(["== /var/log/slurm/slurmctld.log", *self._ctld_log[-200:],
+                              "== /var/log/slurm/jobcomp.log", *self._jobcomp[-200:]])
 
     def close(self) -> None:
         with self._lock:

@@ -134,6 +134,10 @@ class Kwok:
         }
         self._since[str(meta(pod)["uid"])] = now
         self.store.touch(pod)
+        # As kube-scheduler does on every binding (kwok then runs the pod).
+        self.store.record_event(pod, "Normal", "Scheduled", f"Successfully assigned "
+                                f"{meta(pod).get('namespace')}/{meta(pod)['name']} to "
+                                f"{meta(node_obj)['name']}", "default-scheduler")
 
     def _finish(self, pod: Obj) -> None:
         annotations = meta(pod).get("annotations") or {}
