@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import os
 import re
+import subprocess
 import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -102,14 +104,60 @@ def test_outputs_fetched_twice_are_identical(backend: JobClient, stack: Stack,
         {n: p.read_bytes() for n, p in second.files.items()}
 
 
+def _processes_with(token: str, stack: Stack, info: dict[str, Any]) -> list[str]:
+    """The command lines carrying ``token`` on every node of the stack, read from the nodes
+    themselves (``/proc`` of each container of the stack; the host's for an in-process
+    double), never from what the client remembers."""
+    if stack.provider == "fake":
+        found = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True,
+                               check=True, timeout=30).stdout.splitlines()
+        return [line for line in found if token in line and "ps -eo" not in line]
+    label = (f"io.x-k8s.kind.cluster={info['project']}" if stack.provider == "kind"
+             else f"com.docker.compose.project={info['project']}")
+    ids = subprocess.run(["docker", "ps", "-q", "--filter", f"label={label}"],
+                         capture_output=True, text=True, check=True, timeout=30).stdout.split()
+    assert ids, f"no running container of stack {stack.name} ({label})"
+    lines = []
+    for container in ids:
+        read = subprocess.run(
+            ["docker", "exec", container, "sh", "-c", "for p in /proc/[0-9]*; do "
+             "tr '\\0' ' ' < $p/cmdline 2>/dev/null; echo; done"],
+            capture_output=True, text=True, timeout=60)
+        assert read.returncode == 0, f"cannot read the processes of {container}: {read.stderr}"
+        lines += [line for line in read.stdout.splitlines() if token in line]
+    return lines
+
+
 @pytest.mark.requires("submit", "status", "kill")
-def test_running_job_can_be_killed(backend: JobClient, stack: Stack) -> None:
-    [handle] = submitted(backend.submit([_long_job("victim")]))
+def test_running_job_can_be_killed(backend: JobClient, stack: Stack,
+                                   stack_info: dict[str, Any]) -> None:
+    """Killed means the work stopped, as the backend sees it: the job reads as cancelled from
+    the scheduler (or the API server), and where scripts really run, the job's own process,
+    found on the nodes by a token in its command line, is there before the kill and gone
+    after it."""
+    token = f"heartbeat-{uuid.uuid4().hex[:12]}"
+    spec = JobSpec(script=f"bash -c 'while :; do date +%s.%N > beat; sleep 0.2; done' "
+                          f"{token}\n", name="victim", backend_options={"keep_running": True})
+    [handle] = submitted(backend.submit([spec]))
     wait_for(backend, [handle], until=frozenset({JobState.RUNNING}), timeout=_timeout(stack))
+    executes = "execution" in stack.capabilities
+    if executes:
+        _until(lambda: _processes_with(token, stack, stack_info), _timeout(stack),
+               f"the job's process ({token}) never showed on a node")
     [killed] = backend.kill([handle])
     assert killed.ok, killed.error
     [status] = wait_for(backend, [handle], timeout=_timeout(stack))
     assert status.state is JobState.CANCELLED, status
+    if executes:
+        _until(lambda: not _processes_with(token, stack, stack_info), _timeout(stack),
+               f"the job's process ({token}) still runs on a node after the kill")
+
+
+def _until(check: Callable[[], object], timeout: float, message: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < deadline, message
+        time.sleep(0.5)
 
 
 @pytest.mark.requires("submit", "status", "purge", "outputs")
@@ -132,6 +180,8 @@ def test_purging_a_running_job_is_refused_per_job(backend: JobClient, stack: Sta
         wait_for(backend, [handle], until=frozenset({JobState.RUNNING}), timeout=_timeout(stack))
         [result] = backend.purge([handle])
         assert not result.ok and result.error
+        [after] = backend.status([handle])  # the refusal left the job as it was
+        assert after.state is JobState.RUNNING, after
     finally:
         backend.kill([handle])
 

@@ -126,6 +126,40 @@ def test_keep_running_then_kill_is_cancelled_and_uid_gone(client: KubernetesClie
     assert client.status([handle])[0].state is JobState.CANCELLED
 
 
+class _DeafDeletes:
+    """The API seam with DELETE accepted but never acted on (as a webhook or a finalizer
+    that never lets go would leave it): the client must not call the job cancelled."""
+
+    def __init__(self, cluster: FakeCluster) -> None:
+        self._cluster = cluster
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._cluster, name)
+
+    def delete(self, *args: Any, **kwargs: Any) -> bool:
+        return True
+
+
+def test_a_kill_is_cancelled_only_when_the_api_server_says_so(cluster: FakeCluster) -> None:
+    client = KubernetesClient(_DeafDeletes(cluster), "fake-kubernetes",  # type: ignore[arg-type]
+                              namespace=NS, run_id=RUN, image="busybox", operator_version="0.8.2")
+    [handle] = running(client, [spec(keep_running=True)])
+    [killed] = client.kill([handle])
+    assert killed.ok, killed.error
+    [status] = client.status([handle])
+    assert status.state is JobState.RUNNING, status  # no deletionTimestamp, still there
+
+
+def test_a_handle_of_another_client_is_asked_of_the_api_server(
+        client: KubernetesClient, make_client: MakeClient) -> None:
+    other = make_client()
+    [done] = run(other, [spec(exit_code=4)])
+    [status] = client.status([done])
+    assert (status.state, status.exit_code) == (JobState.FAILED, 4), status
+    [ghost] = client.status([JobHandle("fake-kubernetes", "pst-nobody-1")])
+    assert ghost.state is JobState.UNKNOWN and f"namespace {NS}" in ghost.reason
+
+
 def test_purge_refuses_running_jobs_per_job(client: KubernetesClient,
                                             cluster: FakeCluster) -> None:
     [done] = run(client, [spec()])

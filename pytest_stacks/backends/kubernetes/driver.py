@@ -161,12 +161,14 @@ class KubernetesClient:
     def _status(self, handle: JobHandle) -> JobStatus:
         rec = self._record(handle)
         if rec is None:
-            return JobStatus(handle, JobState.UNKNOWN, "", None, "not submitted by this client")
+            return self._stranger(handle)
         obj = self._api.get(rec.kind, self.namespace, rec.name)
         if obj is None or meta(obj).get("uid") != rec.uid:
             return self._gone(handle, rec, obj)
-        if rec.killed:
-            return JobStatus(handle, JobState.CANCELLED, "Terminating", None, "deleted by kill")
+        if rec.killed and meta(obj).get("deletionTimestamp"):
+            # The API server holds it for deletion (ours): its containers are being stopped.
+            return JobStatus(handle, JobState.CANCELLED, "Terminating", None,
+                             f"deletion requested by kill at {meta(obj)['deletionTimestamp']}")
         if rec.kind == "Pod":
             st = self._pod_status(handle, obj)
         else:
@@ -174,6 +176,25 @@ class KubernetesClient:
         if st.state.is_terminal:
             rec.final = st
         return st
+
+    def _stranger(self, handle: JobHandle) -> JobStatus:
+        """A handle this client did not submit: asked of the API server all the same (a Pod
+        or an MPIJob of that name in the run's namespace), never answered from memory."""
+        if handle.stack != self._stack:
+            return JobStatus(handle, JobState.UNKNOWN, "", None,
+                             f"a handle of stack {handle.stack}, not {self._stack}")
+        for kind in ("Pod", "MPIJob"):
+            obj = self._api.get(kind, self.namespace, handle.job_id)
+            if obj is None:
+                continue
+            if kind == "Pod":
+                return self._pod_status(handle, obj)
+            stranger = _Record(handle.job_id, kind, str(meta(obj).get("uid")),
+                               time.monotonic() - self.invalid_after)
+            return self._mpijob_status(handle, stranger, obj)
+        return JobStatus(handle, JobState.UNKNOWN, "", None,
+                         f"the API server has no Pod or MPIJob {handle.job_id} in namespace "
+                         f"{self.namespace}")
 
     @staticmethod
     def _gone(handle: JobHandle, rec: _Record, obj: Obj | None) -> JobStatus:
