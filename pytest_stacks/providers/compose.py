@@ -15,11 +15,13 @@ from __future__ import annotations
 import os
 import re
 import socket
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 import yaml
+from filelock import FileLock
 
 from pytest_stacks import dockerutil, progress
 from pytest_stacks.errors import InfrastructureError, StacksError
@@ -230,9 +232,21 @@ class ComposeProvider:
         return False
 
     def _build(self, stack: Stack, info: StackInfo) -> None:
+        """Build the stack's image unless its content tag exists. Stacks that share an image
+        (a cluster reached directly and through a jump host) come up at once: one builds
+        under the image's lock, the others wait and find it built."""
         if dockerutil.image_exists(info.image):
             info.built = False  # content tag unchanged: nothing to rebuild
             return
+        lock = Path(tempfile.gettempdir()) / (
+            "pytest-stacks-image-" + re.sub(r"[^A-Za-z0-9_.-]", "_", info.image) + ".lock")
+        with FileLock(str(lock)):
+            if dockerutil.image_exists(info.image):
+                info.built = False  # built meanwhile by a stack sharing it
+                return
+            self._build_now(stack, info)
+
+    def _build_now(self, stack: Stack, info: StackInfo) -> None:
         started = time.monotonic()
         extra = ["--no-cache"] if info.remove_image else []
         with progress.step(f"image build {info.image}"):

@@ -1,4 +1,4 @@
-/* Tiny MPI program of the slurm-cluster image (compiled at build time to
+/* Tiny MPI program of the slurm-cluster and mpi-worker images (compiled at build time to
  * /usr/local/bin/mpi-ranks, also installed as pytest-stacks-rank: the name the
  * contract suite's mpi test runs on every backend). Every rank prints
  * "rank=R size=N host=HOST" (the contract's format) and "rank R of N on HOST"; rank 0

@@ -120,7 +120,8 @@ def test_clean_pod_policy_none_keeps_the_workers(backend: Any, stack: Stack) -> 
 def test_a_group_passes_only_with_exact_coverage(backend: Any, stack: Stack) -> None:
     handles = _done(backend, stack, [JobSpec(script="true\n") for _ in range(3)])
     verdict = verify_group(backend, handles, expected=3)
-    assert verdict.outcome == "pass", verdict.reasons
+    # Where pods only simulate their end (kwok, the double), exact coverage is not a pass.
+    assert verdict.outcome == ("pass" if backend.runtime.real else "simulated"), verdict
     short = verify_group(backend, handles, expected=4)
     assert short.outcome == "fail" and short.reasons
     [bad] = _done(backend, stack, [JobSpec(script="exit 2\n",
@@ -249,3 +250,4 @@ def test_an_mpijobs_ranks_ran_on_exactly_its_worker_pods(backend: Any, stack: St
     assert sorted(ranks) == ["0", "1"], text
     assert sorted(ranks.values()) == workers, (ranks, workers)
     assert not set(ranks.values()) & set(launchers)
+    assert "allreduce: sum of ranks 1 (expected 1)" in text, text

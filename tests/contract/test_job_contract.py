@@ -237,8 +237,10 @@ def test_finished_job_stays_observable_after_leaving_the_queue(backend: JobClien
 @pytest.mark.requires("submit", "status", "mpi")
 def test_an_mpi_job_reports_every_rank_on_distinct_hosts(backend: JobClient, stack: Stack,
                                                          tmp_path: Path) -> None:
-    """An MPI program across 2 workers: each rank prints its rank and host; the result must
-    list exactly ranks 0 and 1, on 2 distinct hosts (a missing rank fails the test)."""
+    """A real MPI program across 2 workers (MPI_Init, an MPI_Allreduce of the ranks): each
+    rank prints its rank and host, rank 0 the sum it received; the result must list exactly
+    ranks 0 and 1, on 2 distinct hosts, and the right sum (ranks that merely started, or an
+    echo of the launcher's variables, fail)."""
     workers = 2
     spec = JobSpec(
         script=f"mpirun --allow-run-as-root -np {workers} --map-by node pytest-stacks-rank\n",
@@ -252,6 +254,8 @@ def test_an_mpi_job_reports_every_rank_on_distinct_hosts(backend: JobClient, sta
     ranks = dict(re.findall(r"rank=(\d+) size=\d+ host=(\S+)", text))
     assert sorted(ranks) == [str(r) for r in range(workers)], text[-2000:]
     assert len(set(ranks.values())) == workers, text[-2000:]
+    expected = workers * (workers - 1) // 2
+    assert f"allreduce: sum of ranks {expected} (expected {expected})" in text, text[-2000:]
 
 
 def _mentions(text: str, job_id: str) -> bool:

@@ -23,6 +23,7 @@ from pytest_stacks.backends.kubernetes.fake import FakeCluster
 from pytest_stacks.backends.kubernetes.groups import verify_group
 from pytest_stacks.backends.kubernetes.identities import Identity, check_ownership
 from pytest_stacks.backends.kubernetes.lightkube_api import LightkubeApi, delete_options
+from pytest_stacks.backends.kubernetes.objects import Runtime
 from pytest_stacks.contract import JobHandle, JobSpec, JobState, submitted, wait_for
 from pytest_stacks.errors import BackendCallError
 
@@ -344,15 +345,43 @@ def test_prove_cleanup_reports_a_leftover(client: KubernetesClient,
 # ---------------------------------------------------------------- groups
 
 
-def test_group_with_exact_coverage_passes(client: KubernetesClient) -> None:
+def test_group_with_exact_coverage_on_simulated_pods_is_simulated_not_a_pass(
+        client: KubernetesClient) -> None:
     handles = run(client, [spec(), spec(), spec()])
     verdict = verify_group(client, handles, expected=3)
-    assert verdict.outcome == "pass", verdict
+    assert verdict.outcome == "simulated" and not verdict.passed, verdict
 
 
-def test_group_of_mpijobs_passes(client: KubernetesClient) -> None:
+def test_group_with_exact_coverage_where_pods_execute_passes(client: KubernetesClient) -> None:
+    """The verdict's logic alone (the double's pods end as told): judged as on a stack whose
+    pods execute, the same exact coverage is a pass."""
+    handles = run(client, [spec(), spec(shape="mpijob")])
+    client.runtime = Runtime(real=True)
+    verdict = verify_group(client, handles, expected=2)
+    assert verdict.outcome == "pass" and verdict.passed, verdict
+
+
+def test_group_of_mpijobs_covers_every_worker(client: KubernetesClient,
+                                              cluster: FakeCluster) -> None:
     handles = run(client, [spec(shape="mpijob"), spec(shape="mpijob")])
-    assert verify_group(client, handles, expected=2).outcome == "pass"
+    assert verify_group(client, handles, expected=2).outcome == "simulated"
+    [none] = run(client, [spec(shape="mpijob", workers=0)])
+    empty = verify_group(client, [none], expected=1)
+    assert empty.outcome == "fail" and any("0 workers" in r for r in empty.reasons), empty
+    worker = cluster.list("Pod", NS, {k8s.MPI_JOB_NAME_LABEL: handles[0].job_id,
+                                      k8s.MPI_ROLE_LABEL: "worker"})[0]
+    cluster.delete("Pod", NS, meta(worker)["name"])
+    wait = time.monotonic() + 5
+    while cluster.get("Pod", NS, meta(worker)["name"]) is not None and time.monotonic() < wait:
+        time.sleep(0.02)
+    short = verify_group(client, handles, expected=2)
+    assert short.outcome == "fail" and any("1 worker pod(s) observed, the MPIJob asks for 2"
+                                           in r for r in short.reasons), short
+
+
+def test_an_empty_group_fails(client: KubernetesClient) -> None:
+    verdict = verify_group(client, [], expected=0)
+    assert verdict.outcome == "fail" and "at least one participant" in verdict.reasons[0]
 
 
 def test_group_fails_when_a_participant_failed_or_is_missing(client: KubernetesClient) -> None:
@@ -376,7 +405,7 @@ def test_group_is_infra_when_the_operator_lease_is_stale(client: KubernetesClien
     verdict = verify_group(client, handles, expected=3, lease_max_age=0.25)
     assert verdict.outcome == "infra"
     assert "renewed" in verdict.reasons[0]
-    assert verify_group(client, handles, expected=3).outcome == "pass"  # 60 s default
+    assert verify_group(client, handles, expected=3).outcome == "simulated"  # 60 s default
 
 
 def test_group_is_infra_when_the_lease_is_released(client: KubernetesClient,

@@ -154,3 +154,15 @@ def test_a_local_go_programs_key_follows_its_files(tmp_path: Path) -> None:
     assert first != gobuild.local_digest(tmp_path, "go1.27")
     (tmp_path / "main.go").write_text("package main\nfunc main() { println() }\n")
     assert first != gobuild.local_digest(tmp_path, "go1.26")
+
+
+def test_every_stack_that_runs_mpi_runs_the_same_mpi_program() -> None:
+    """The Slurm cluster and the Kubernetes worker image compile one program (MPI_Init, an
+    Allreduce): two copies because each image builds from its own folder, kept equal here."""
+    root = Path(__file__).resolve().parents[2] / "stacks"
+    cluster = (root / "slurm-cluster" / "mpi-ranks.c").read_text()
+    worker = (root / "mpi-worker" / "mpi-ranks.c").read_text()
+    assert cluster == worker
+    assert "MPI_Allreduce" in worker and "MPI_Init" in worker
+    dockerfile = (root / "mpi-worker" / "Dockerfile").read_text()
+    assert "mpicc" in dockerfile and "pytest-stacks-rank" in dockerfile

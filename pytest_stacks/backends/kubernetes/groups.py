@@ -1,11 +1,16 @@
 """A fail-closed verdict over a group of participants (one job each).
 
-``pass`` only with exact coverage: the expected number of distinct participants, one result
-each, every one Succeeded (COMPLETED, exit 0) with a completion time, the operator's and the
-Job controller's objects all present and correctly owned, and no identity changed since it was
-first observed. ``infra`` when the answer cannot be trusted either way: the API server is
-unreachable or failing, the operator's leader lease is not held, a node is NotReady or a
-participant's pod was evicted. Anything else is ``fail``, with every reason listed.
+``pass`` only with exact coverage: the expected number (at least one) of distinct
+participants, one result each, every one Succeeded (COMPLETED, exit 0) with a completion time,
+the operator's and the Job controller's objects all present and correctly owned, every worker
+pod an MPIJob asked for observed, and no identity changed since it was first observed.
+``infra`` when the answer cannot be trusted either way: the API server is unreachable or
+failing, the operator's leader lease is not held, a node is NotReady or a participant's pod was
+evicted. Anything else is ``fail``, with every reason listed.
+
+On a stack whose pods do not execute (kwok, the double) the participants' outcomes are what
+the simulation was told to report: a group that would pass there is ``simulated``, never a
+plain ``pass``, because nothing ran.
 """
 
 from __future__ import annotations
@@ -20,23 +25,25 @@ from pytest_stacks.backends.kubernetes.identities import (
     OPERATOR_OBJECTS,
     ROLE_JOB,
     ROLE_LAUNCHER_POD,
+    ROLE_WORKER,
     Identity,
     check_ownership,
 )
 from pytest_stacks.contract import JobHandle, JobState
 from pytest_stacks.errors import BackendCallError
 
-PASS, FAIL, INFRA = "pass", "fail", "infra"
+PASS, FAIL, INFRA, SIMULATED = "pass", "fail", "infra", "simulated"
 MPI_ROLES = (*OPERATOR_OBJECTS, ROLE_LAUNCHER_POD)
 
 
 @dataclass(frozen=True)
 class GroupVerdict:
-    outcome: str  # "pass" | "fail" | "infra"
+    outcome: str  # "pass" | "fail" | "infra" | "simulated" (exact coverage, nothing executed)
     reasons: tuple[str, ...] = ()
 
     @property
     def passed(self) -> bool:
+        """Only a real pass: a simulated group proved coverage, not that anything ran."""
         return self.outcome == PASS
 
     def __str__(self) -> str:
@@ -55,7 +62,12 @@ def verify_group(client: KubernetesClient, handles: Sequence[JobHandle], *, expe
         failures = coverage_problems(client, handles, expected)
     except (BackendCallError, ApiError) as exc:
         return GroupVerdict(INFRA, (f"the API server did not answer: {exc}",))
-    return GroupVerdict(FAIL, tuple(failures)) if failures else GroupVerdict(PASS)
+    if failures:
+        return GroupVerdict(FAIL, tuple(failures))
+    if not client.runtime.real:
+        return GroupVerdict(SIMULATED, ("exact coverage, but the pods did not execute: their "
+                                        "outcomes are the simulation's",))
+    return GroupVerdict(PASS)
 
 
 def lease_problems(client: KubernetesClient, namespace: str, name: str,
@@ -100,7 +112,8 @@ def infrastructure_problems(client: KubernetesClient, handles: Sequence[JobHandl
     return problems
 
 
-def _missing_roles(handles: Sequence[JobHandle], found: Sequence[Identity]) -> list[str]:
+def _missing_roles(client: KubernetesClient, handles: Sequence[JobHandle],
+                   found: Sequence[Identity]) -> list[str]:
     problems = []
     for handle in handles:
         mine = [i for i in found if i.job == handle.job_id]
@@ -111,12 +124,31 @@ def _missing_roles(handles: Sequence[JobHandle], found: Sequence[Identity]) -> l
             have = {i.role for i in mine}
             problems += [f"{handle.job_id}: no {role} object observed"
                          for role in MPI_ROLES if role not in have]
+            problems += _worker_problems(client, handle, mine)
     return problems
+
+
+def _worker_problems(client: KubernetesClient, handle: JobHandle,
+                     mine: Sequence[Identity]) -> list[str]:
+    """Every worker the MPIJob asked for is observed (and it asked for at least one): a
+    participant whose ranks had nowhere to run is not covered."""
+    job = client.api.get("MPIJob", client.namespace, handle.job_id)
+    specs = ((job or {}).get("spec") or {}).get("mpiReplicaSpecs") or {}
+    wanted = int((specs.get("Worker") or {}).get("replicas") or 0)
+    seen = len([i for i in mine if i.role == ROLE_WORKER])
+    if wanted < 1:
+        return [f"{handle.job_id}: the MPIJob asks for {wanted} workers; a participant needs "
+                f"at least one"]
+    if seen != wanted:
+        return [f"{handle.job_id}: {seen} worker pod(s) observed, the MPIJob asks for {wanted}"]
+    return []
 
 
 def coverage_problems(client: KubernetesClient, handles: Sequence[JobHandle],
                       expected: int) -> list[str]:
     problems = []
+    if expected < 1 or not handles:
+        problems.append("a group needs at least one participant")
     if len(handles) != expected:
         problems.append(f"{expected} participants expected, {len(handles)} given")
     if len({h.job_id for h in handles}) != len(handles):
@@ -132,6 +164,6 @@ def coverage_problems(client: KubernetesClient, handles: Sequence[JobHandle],
         if not when:
             problems.append(f"{handle.job_id}: no completion time")
     found = client.identities(handles)
-    problems += _missing_roles(handles, found)
+    problems += _missing_roles(client, handles, found)
     problems += check_ownership(found, client.recorded_identities())
     return problems
