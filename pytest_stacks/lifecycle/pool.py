@@ -211,6 +211,7 @@ class StackPool:
             stack = stacks.get(record.stack)
             if stack is None:
                 continue
+            problems += self._end_run(stack, record)
             if record.info.kept:
                 self.run_dir.forget(stack.name)  # borrowed from `pytest-stacks up`: stays up
                 continue
@@ -222,6 +223,32 @@ class StackPool:
                 self.run_dir.forget(stack.name)
         problems.extend(self._sweep(stacks))
         return problems
+
+    def _end_run(self, stack: Stack, record: StackRecord) -> list[Problem]:
+        """What the run made inside the stack (a Kubernetes namespace) removed and proven gone
+        by the driver (a client with ``end_run``), before the stack itself goes, or stays when
+        it is kept. A stack that is gone already cannot be asked: ``down`` proves that."""
+        if stack.is_fake:
+            return []  # in-process doubles end with their process
+        try:
+            attached = provider_for(stack).attach(stack, record.info, self.ctx)
+        except Exception as exc:
+            if not record.info.kept:
+                return []
+            return [Problem(stack.name, "teardown", f"cannot attach to remove the run's "
+                                                    f"objects: {exc}")]
+        try:
+            end = getattr(attached.client, "end_run", None)
+            left = list(end()) if end is not None else []
+        except Exception as exc:
+            left = [f"removing them failed: {exc}"]
+        finally:
+            with contextlib.suppress(Exception):
+                attached.close()
+        if not left:
+            return []
+        return [Problem(stack.name, "teardown", "the run's objects were not proven gone: "
+                        + "; ".join(left))]
 
     def _sweep(self, stacks: dict[str, Stack]) -> list[Problem]:
         """The safety net: what an interrupted bring-up created before it was recorded."""

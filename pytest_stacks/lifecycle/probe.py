@@ -43,4 +43,7 @@ def functional_probe(stack: Stack, attached: Attached) -> None:
                     stack.name, f"functional probe job's output did not come back intact "
                     f"({result.error or 'wrong or missing probe.txt'})", attached.logs())
     if "purge" in stack.capabilities:
-        client.purge(handles)
+        [purged] = client.purge(handles)
+        if not purged.ok:
+            raise InfrastructureError(stack.name, f"functional probe job could not be purged: "
+                                      f"{purged.error}", attached.logs())

@@ -210,7 +210,8 @@ def test_a_failure_carries_the_scheduler_view_and_daemon_logs(project: pytest.Py
     view = attachment(alluredir, red, "scheduler view of this test's jobs")
     assert "scontrol show job" in view and "ExitCode=9:0" in view and "boom-marker" in view
     logs = attachment(alluredir, red, "daemon logs")
-    assert "sbatch" in logs  # the fake daemon's log of the commands it received
+    # The daemon's own log: the job's submission and its end, as slurmctld writes them.
+    assert "_slurm_rpc_submit_batch_job: JobId=1 " in logs and "JobState=FAILED" in logs
     assert all(a["type"] == "text/plain" for a in red["attachments"])
 
 
@@ -231,7 +232,9 @@ def test_an_infrastructure_error_is_broken_and_in_the_infra_category(
     assert re.fullmatch(allure_support.INFRA_REGEX, message, re.S)
     # The traceback reporting's one-line verdict hides stays in the trace.
     assert "InfrastructureError" in infra["statusDetails"]["trace"]
-    assert "pytest-stacks-probe" in attachment(alluredir, infra, "daemon logs")
+    # The daemon's own record of the probe job it never ran (submitted, never allocated).
+    assert "_slurm_rpc_submit_batch_job: JobId=1 " in attachment(alluredir, infra,
+                                                                  "daemon logs")
     assert allure2_categories(cats, infra) == [allure_support.INFRA_CATEGORY]
     assert allure3_category(cats, infra) == allure_support.INFRA_CATEGORY
     product = found["test_red[fake-slurm]"]

@@ -594,7 +594,15 @@ def test_real_seam_failures(tmp_path: Path) -> None:
     with pytest.raises(BackendCallError, match="503"):
         seam.version()
     assert seam.get("Pod", "ns", "p") is None
-    assert seam.logs("ns", "p") == ""
+    assert seam.logs("ns", "p") == ""  # a container that never started has no log
+
+    def forbidden(request: httpx2.Request) -> httpx2.Response:
+        return httpx2.Response(403, json=status_body(403, "Forbidden", "pods/log is "
+                                                     "forbidden: User cannot get"))
+
+    with pytest.raises(ApiError) as refused_logs:  # RBAC refusing logs is no empty log
+        real_seam(tmp_path, forbidden).logs("ns", "p")
+    assert refused_logs.value.status == 403
     with pytest.raises(ApiError) as invalid:
         seam.create({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "P",
                                                                      "namespace": "ns"}})
@@ -663,5 +671,66 @@ def test_attaching_reaps_namespaces_of_runs_whose_directory_is_gone(tmp_path: Pa
         assert "pst-20260101000000-dead0001" not in left
         assert {f"pst-{r}" for r in ("20260101000000-live0001", "20260101000000-kept0001",
                                      me.name)} <= left
+    finally:
+        cluster.close()
+
+
+# ---------------------------------------------------------------- the end of a run
+
+
+def test_ending_a_run_deletes_its_namespace_and_proves_everything_gone(
+        client: KubernetesClient, cluster: FakeCluster) -> None:
+    run(client, [spec(), spec(shape="mpijob")])
+    assert cluster.get("Namespace", None, NS) is not None
+    assert client.end_run(timeout=10) == []
+    assert cluster.get("Namespace", None, NS) is None
+    assert cluster.list("Pod", NS) == [] and cluster.list("MPIJob", NS) == []
+
+
+def test_ending_a_run_names_what_was_left(client: KubernetesClient,
+                                          cluster: FakeCluster) -> None:
+    """A finalizer nobody removes keeps an object, and so the namespace: both are named."""
+    run(client, [spec()])
+    cluster.create({"apiVersion": "v1", "kind": "ConfigMap",
+                    "metadata": {"name": "held", "namespace": NS, "labels": {LABEL_RUN: RUN},
+                                 "finalizers": ["example.com/never"]}})
+    left = client.end_run(timeout=0.5)
+    assert any(f"ConfigMap {NS}/held" in line for line in left), left
+    assert any(line.startswith(f"Namespace /{NS}") and "being deleted" in line
+               for line in left), left
+
+
+def test_ending_a_run_that_made_nothing_is_clean(client: KubernetesClient) -> None:
+    assert client.end_run(timeout=1) == []
+
+
+def test_a_probe_job_that_cannot_be_purged_is_an_infrastructure_error(
+        tmp_path: Path) -> None:
+    """The probe's purge is part of the proof: its refusal is not ignored."""
+    from pytest_stacks.errors import InfrastructureError
+    from pytest_stacks.lifecycle.probe import functional_probe
+    from pytest_stacks.manifest import loads
+    from pytest_stacks.providers.base import Attached, StackInfo
+
+    [stack] = loads("""
+version: 1
+capabilities: {submit: s, status: t, purge: p}
+backends: {mpi-operator: {window: {anchor: "0.8", leading_edge: "0.8"}}}
+stacks:
+  - {name: fake-k8s, backend: mpi-operator, version: "0.8.2", provider: fake,
+     transport: kubernetes, configuration: controlplane-kwok,
+     capabilities: [submit, status, purge], lanes: [pr]}
+""", tmp_path / "m.yaml").stacks
+    cluster = FakeCluster(kubernetes_version="1.36.3", operator_version="0.8.2")
+    client = KubernetesClient(_DeafDeletes(cluster), "fake-k8s",  # type: ignore[arg-type]
+                              namespace=NS, run_id=RUN, image="busybox", operator_version="0.8.2")
+
+    def refuse(*args: Any, **kwargs: Any) -> bool:
+        raise ApiError(403, "Forbidden", "deletes are not allowed here")
+
+    client.api.delete = refuse  # type: ignore[method-assign]
+    try:
+        with pytest.raises(InfrastructureError, match="could not be purged.*not allowed"):
+            functional_probe(stack, Attached(client, StackInfo(provider="fake"), lambda: ""))
     finally:
         cluster.close()

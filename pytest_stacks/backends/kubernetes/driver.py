@@ -28,6 +28,7 @@ from typing import Any
 from pytest_stacks.backends.kubernetes import objects
 from pytest_stacks.backends.kubernetes.api import (
     JOB_NAME_LABEL,
+    LABEL_RUN,
     MPI_JOB_NAME_LABEL,
     MPI_ROLE_LABEL,
     ApiError,
@@ -43,6 +44,7 @@ from pytest_stacks.backends.kubernetes.identities import (
     Identity,
     identity_of,
 )
+from pytest_stacks.backends.kubernetes.cleanup import prove_cleanup
 from pytest_stacks.backends.kubernetes.namespaces import ensure_namespace
 from pytest_stacks.backends.kubernetes.objects import conditions, terminated
 from pytest_stacks.contract import (
@@ -404,6 +406,25 @@ class KubernetesClient:
                 lines.append(f"event {name}: {event.get('type')} {event.get('reason')}: "
                              f"{event.get('message')} (x{event.get('count', 1)})")
         return "\n".join(lines)
+
+    # ------------------------------------------------------------ the end of a run
+
+    def end_run(self, timeout: float = 120.0) -> list[str]:
+        """Delete the run's namespace (foreground: the namespace controller deletes everything
+        in it first) and prove it gone, with every object this client recorded; what is left,
+        one line each, or []. Called once per run by its owner at teardown, also on a control
+        plane that stays up (kept by ``pytest-stacks up``, or a site's own cluster)."""
+        with self._whole_call(f"delete namespace {self.namespace}"):
+            found = self._api.get("Namespace", None, self.namespace)
+            recorded = self.recorded_identities()
+            if found is not None:
+                uid = str(meta(found).get("uid"))
+                recorded.append(Identity("Namespace", "", self.namespace, uid))
+                if not meta(found).get("deletionTimestamp"):
+                    self._api.delete("Namespace", None, self.namespace,
+                                     propagation="Foreground", uid=uid)
+            return prove_cleanup(self._api, recorded, self.namespace,
+                                 {LABEL_RUN: self.run_id}, timeout=timeout)
 
     def close(self) -> None:
         self._api.close()

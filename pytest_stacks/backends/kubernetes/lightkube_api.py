@@ -146,11 +146,16 @@ class LightkubeApi:
                                                or meta(e).get("creationTimestamp") or ""))
 
     def logs(self, namespace: str, pod: str, limit_bytes: int = 65536) -> str:
+        """The pod's log; "" where the pod has none to give (gone, its container never
+        started, a kwok node that serves no logs). A refusal (401, 403: credentials or RBAC)
+        is raised: it is a broken stack, not a pod without output."""
         try:
             response = self._send("GET", path("Pod", namespace, pod) + "/log",
                                   params={"limitBytes": str(limit_bytes)})
-        except ApiError:
-            return ""  # no such pod, container never started, kwok without logs
+        except ApiError as exc:
+            if exc.status in (401, 403):
+                raise
+            return ""
         return response.content[:limit_bytes].decode("utf-8", "replace")
 
     def version(self) -> Obj:
