@@ -730,7 +730,7 @@ stacks:
 
     client.api.delete = refuse  # type: ignore[method-assign]
     try:
-        with pytest.raises(InfrastructureError, match="could not be purged.*not allowed"):
+        with pytest.raises(InfrastructureError, match=r"could not be purged.*not allowed"):
             functional_probe(stack, Attached(client, StackInfo(provider="fake"), lambda: ""))
     finally:
         cluster.close()

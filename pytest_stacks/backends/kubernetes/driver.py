@@ -36,6 +36,7 @@ from pytest_stacks.backends.kubernetes.api import (
     Obj,
     meta,
 )
+from pytest_stacks.backends.kubernetes.cleanup import prove_cleanup
 from pytest_stacks.backends.kubernetes.identities import (
     OPERATOR_OBJECTS,
     ROLE_JOB,
@@ -44,7 +45,6 @@ from pytest_stacks.backends.kubernetes.identities import (
     Identity,
     identity_of,
 )
-from pytest_stacks.backends.kubernetes.cleanup import prove_cleanup
 from pytest_stacks.backends.kubernetes.namespaces import ensure_namespace
 from pytest_stacks.backends.kubernetes.objects import conditions, terminated
 from pytest_stacks.contract import (
