@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
+
 from pytest_stacks.providers import reaper
 from pytest_stacks.providers.base import RunContext
 from pytest_stacks.providers.compose import _failed_step
@@ -64,3 +66,42 @@ def test_kept_stacks_and_other_hosts_are_never_reaped() -> None:
     assert reaper.owner_alive({**me, LABEL_OWNER_PID: "0", LABEL_OWNER_START: KEEP_MARK})
     assert reaper.owner_alive({**me, LABEL_OWNER_PID: "999999999",
                                LABEL_OWNER_HOST: "another-host"})
+
+
+class _Thing:
+    """A container, network or volume as the docker SDK shows it, whose removal may fail."""
+
+    def __init__(self, name: str, refuse: str = "", stays: bool = False) -> None:
+        self.id = self.name = name
+        self.labels: dict[str, str] = {}
+        self.attrs: dict[str, object] = {"Labels": {}}
+        self.refuse, self.stays = refuse, stays
+
+    def remove(self, **_: object) -> None:
+        if self.refuse:
+            raise RuntimeError(self.refuse)
+
+
+def test_a_removal_is_proven_by_looking_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    """What the engine still lists after removal is named, whatever remove() said; and an
+    engine that cannot be asked never reads as "all gone"."""
+    quiet = _Thing("pst-c1", stays=True)  # remove() returns, yet it is still there
+    loud = _Thing("pst-n1", refuse="network has active endpoints")
+    resources = reaper.RunResources("run-1", {}, containers=[quiet], networks=[loud])
+
+    def inventory(run_id: str | None = None) -> dict[str, reaper.RunResources]:
+        return {"run-1": reaper.RunResources("run-1", {}, containers=[quiet], networks=[loud])}
+
+    monkeypatch.setattr(reaper, "inventory", inventory)
+    left = reaper.remove(resources)
+    assert "network pst-n1: network has active endpoints" in left
+    assert "run run-1: still present after removal: container pst-c1, network pst-n1" in left
+
+    def broken(run_id: str | None = None) -> dict[str, reaper.RunResources]:
+        raise RuntimeError("engine gone")
+
+    monkeypatch.setattr(reaper, "inventory", broken)
+    assert reaper.remove(reaper.RunResources("run-1", {})) == [
+        "run run-1: cannot look again to prove its resources removed: engine gone"]
+    assert reaper.sweep_run("run-1") == ["run run-1: cannot list its resources to remove them: "
+                                         "engine gone"]
