@@ -26,6 +26,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 TIMINGS_ENV = "PYTEST_STACKS_TIMINGS"
+STILL_EVERY = 60.0  # seconds between "still running" lines of a long step
 Listener = Callable[[str], None]
 
 _stack: contextvars.ContextVar[str] = contextvars.ContextVar("pytest_stacks_stack", default="")
@@ -70,14 +71,26 @@ def for_stack(name: str) -> Iterator[None]:
 
 @contextmanager
 def step(what: str) -> Iterator[None]:
-    """Say ``what`` is starting, time it, and say how it ended."""
+    """Say ``what`` is starting, every minute that it is still running (a build is not a
+    hang), and how it ended; time it."""
     say(f"{what} ...")
     started = time.monotonic()
     outcome = "failed"
+    done = threading.Event()
+    context = contextvars.copy_context()  # the "still" lines name the same stack
+
+    def still() -> None:
+        while not done.wait(STILL_EVERY):
+            say(f"{what}: still running after {_human(time.monotonic() - started)}")
+
+    if _listeners:
+        threading.Thread(target=context.run, args=(still,), daemon=True,
+                         name="pytest-stacks-progress").start()
     try:
         yield
         outcome = "done"
     finally:
+        done.set()
         seconds = time.monotonic() - started
         say(f"{what} {outcome} in {_human(seconds)}")
         _record(what, outcome, seconds)

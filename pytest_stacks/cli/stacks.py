@@ -5,9 +5,10 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from typing import Any
 
-from pytest_stacks import signals, tables
+from pytest_stacks import progress, signals, tables
 from pytest_stacks.cli.common import manifest
 from pytest_stacks.errors import StacksError
 from pytest_stacks.selection import select, unknown_stack_message
@@ -75,6 +76,11 @@ def cmd_reap(args: argparse.Namespace) -> int:
     return 1 if problems else 0
 
 
+def _stderr_lines(line: str) -> None:
+    """Progress of long steps, as plain lines on stderr (stdout carries the JSON)."""
+    print(f"[pytest-stacks {time.strftime('%H:%M:%S')}] {line}", file=sys.stderr, flush=True)
+
+
 def cmd_up(args: argparse.Namespace) -> int:
     from pytest_stacks.lifecycle import StackPool, kept_root, new_run_id
     from pytest_stacks.providers.base import RunContext
@@ -88,6 +94,7 @@ def cmd_up(args: argparse.Namespace) -> int:
     # owner_pid 0 with the keep mark: the reaper leaves a kept stack alone until `down`.
     pool = StackPool(RunContext(run_id, kept_root() / run_id, 0, KEEP_MARK))
     previous = signals.sigterm_as_interrupt()
+    stop_listening = progress.listen(_stderr_lines)
     try:
         attached = pool.acquire(stack)
     except BaseException:
@@ -100,6 +107,7 @@ def cmd_up(args: argparse.Namespace) -> int:
             pool.run_dir.remove()
         raise
     finally:
+        stop_listening()
         signals.restore(previous)
     shown: dict[str, Any] = {"stack": stack.name, "run_dir": str(pool.ctx.run_dir),
                              **attached.public_info()}
