@@ -131,3 +131,59 @@ def test_the_scope_is_the_stack_named_in_the_parameters(nodeid: str, scope: str)
     from pytest_stacks.plugin.xdist import stack_scope
 
     assert stack_scope(nodeid, ["slurm-24.11", "fake-slurm-24.11"]) == scope
+
+
+SLOW_SITE = """
+  - name: slow-site
+    description: A compose stack whose bring-up is replaced by a slow one (conftest).
+    backend: slurm
+    version: "24.11.5"
+    provider: compose
+    transport: local
+    configuration: default
+    capabilities: [submit, status]
+    lanes: [full]
+    compose: {directory: ., service: slurm}
+"""
+
+SLOW_UP = """
+import time
+
+from pytest_stacks import progress
+from pytest_stacks.errors import InfrastructureError
+from pytest_stacks.providers.compose import ComposeProvider
+
+ORIGINAL = ComposeProvider.up
+progress.STILL_EVERY = 0.3
+
+
+def up(self, stack, ctx):
+    with progress.step("Go build kubernetes-v9.9.9"):
+        time.sleep(1.0)
+    raise InfrastructureError(stack.name, "no engine in this test")
+
+
+ComposeProvider.up = up
+
+
+def pytest_unconfigure(config):  # pytester runs share this process
+    ComposeProvider.up = ORIGINAL
+    progress.STILL_EVERY = 60.0
+"""
+
+
+def test_long_bring_up_steps_are_said_while_they_run_and_not_under_q(
+        project: pytest.Pytester) -> None:
+    (project.path / "manifest.yaml").write_text(MANIFEST + SLOW_SITE)
+    (project.path / "compose.yaml").write_text("services: {slurm: {image: none}}\n")
+    project.makeconftest(SLOW_UP)
+    said = project.runpytest("--stack=slow-site", "-k", "test_a", "-p", "no:randomly")
+    out = said.stdout.str()
+    assert re.search(r"\[pytest-stacks \d\d:\d\d:\d\d\] slow-site: Go build kubernetes-v9\.9\.9 "
+                     r"\.\.\.", out), out
+    assert "slow-site: Go build kubernetes-v9.9.9: still running after" in out, out
+    assert re.search(r"slow-site: Go build kubernetes-v9\.9\.9 done in 1\.\d s", out), out
+    assert "slow-site: bring-up failed in" in out, out
+    quiet = project.runpytest("--stack=slow-site", "-k", "test_a", "-q", "-p", "no:randomly")
+    assert "[pytest-stacks" not in quiet.stdout.str()
+    assert "1 infra" in quiet.stdout.str()
