@@ -65,7 +65,8 @@ def run(argv: Sequence[str], *, timeout: float, env: Mapping[str, str] | None = 
     """
     check(argv[0] if argv else "")
     process = subprocess.Popen(
-        list(argv), env=dict(env) if env is not None else None, cwd=cwd, text=True,
+        list(argv), env=dict(env) if env is not None else None, cwd=cwd, encoding="utf-8",
+        errors="replace",
         stdin=subprocess.PIPE if input_text is not None else subprocess.DEVNULL,
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
     deadline = time.monotonic() + timeout

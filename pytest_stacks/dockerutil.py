@@ -20,28 +20,29 @@ ENGINE_FIX = ("start one: on Debian as root run `pytest-stacks doctor --fix` (in
               "and starts dockerd), or start Docker Desktop / `systemctl start docker`")
 
 
-_PER_THREAD = threading.local()
+_CLIENT: Any = None
+_CLIENT_LOCK = threading.Lock()
 
 
 def client() -> Any:
-    """This thread's docker SDK client, or EngineUnavailable with the fix.
+    """The process's docker SDK client, or EngineUnavailable with the fix. Shared by the
+    bring-up threads: it only lists, inspects and copies (plain requests on a thread-safe
+    connection pool); commands run through the CLI
+    (:mod:`~pytest_stacks.transports.docker_exec`)."""
+    global _CLIENT
+    with _CLIENT_LOCK:
+        if _CLIENT is not None:
+            return _CLIENT
+        try:
+            import docker
 
-    One per thread: stacks come up in background threads at once, and the SDK's exec with
-    demultiplexed output reads a hijacked socket that two threads sharing one client can
-    interleave ("34 is not a valid stream", seen here with four concurrent bring-ups).
-    """
-    api = getattr(_PER_THREAD, "client", None)
-    if api is not None:
+            api = docker.from_env(timeout=120)
+            api.ping()
+        except Exception as exc:
+            raise EngineUnavailable(f"no Docker engine is reachable ({exc}); {ENGINE_FIX}") \
+                from None
+        _CLIENT = api
         return api
-    try:
-        import docker
-
-        api = docker.from_env(timeout=120)
-        api.ping()
-    except Exception as exc:
-        raise EngineUnavailable(f"no Docker engine is reachable ({exc}); {ENGINE_FIX}") from None
-    _PER_THREAD.client = api
-    return api
 
 
 def docker_cli() -> str:

@@ -199,8 +199,8 @@ class ComposeProvider:
             found = self._containers(info, service)
             if not found:
                 return ""
-            result = found[0].exec_run(["cat", ssh_access.HOST_KEY])
-            return result.output.decode() if result.exit_code == 0 else ""
+            result = DockerExecTransport(found[0]).run(["cat", ssh_access.HOST_KEY], timeout=30)
+            return result.stdout if result.ok else ""
 
         try:
             return poll_until(ask, bool, timeout=stack.timeouts.ready, interval=0.5,

@@ -1,29 +1,35 @@
 """The ``local`` transport for compose stacks: commands run inside the scheduler's container.
 
-Uses the docker SDK (exec, put_archive, get_archive) rather than shelling out to ``docker
-exec``/``docker cp``: one HTTP call per operation, no quoting, and tar headers carry ownership so
-staged files belong to the submit user without a second ``chown``.
+Commands run through the ``docker exec`` command line; files move with the docker SDK
+(put_archive, get_archive), whose tar headers carry ownership so staged files belong to the
+submit user without a second ``chown``.
+
+Why not the SDK's ``exec_run(demux=True)``: it reads the multiplexed stdout/stderr frames from
+the raw socket under the HTTP response, and any bytes the response's buffered reader had
+already taken with the headers are lost to it; the next frame header is then read from the
+middle of a payload ("34 is not a valid stream", or an exit 0 with no output at all), which
+concurrent bring-ups made frequent here (docker/docker-py#3160). The CLI demultiplexes
+correctly, costs one short process per command, and is cancelled with the run like every other
+child process.
 """
 
 from __future__ import annotations
 
 import io
 import tarfile
-import threading
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from docker.errors import NotFound
 
+from pytest_stacks import cancellation, dockerutil
 from pytest_stacks.errors import BackendCallError
 from pytest_stacks.transports import CommandResult
 
-# One exec at a time per process. Stacks come up in threads at once, and concurrent execs with
-# demultiplexed output came back garbled here ("34 is not a valid stream", empty `squeue
-# --json`), even with one SDK client per thread; an exec takes milliseconds, so serialising
-# them costs nothing that shows while bring-ups still overlap everything else.
-_EXEC_ONE_AT_A_TIME = threading.Lock()
+#: What the docker CLI prints when the engine, not the command, failed (exit 1 or 125).
+_ENGINE_ERRORS = ("Error response from daemon:", "Error: No such container",
+                  "Cannot connect to the Docker daemon", "error during connect")
 
 
 class DockerExecTransport:
@@ -36,18 +42,16 @@ class DockerExecTransport:
         command = list(argv)
         if timeout:
             command = ["timeout", "--kill-after=5", str(int(timeout)), *command]
-        try:
-            with _EXEC_ONE_AT_A_TIME:
-                result = self._container.exec_run(command, user=user or "", demux=True)
-        except Exception as exc:  # docker.errors.APIError and connection errors alike
-            raise BackendCallError(f"cannot run {argv[0]!r} in the stack: {exc}") from exc
-        stdout, stderr = result.output if result.output else (b"", b"")
-        return CommandResult(
-            argv=tuple(argv),
-            returncode=int(result.exit_code if result.exit_code is not None else -1),
-            stdout=(stdout or b"").decode("utf-8", "replace"),
-            stderr=(stderr or b"").decode("utf-8", "replace"),
-        )
+        cli = [dockerutil.docker_cli(), "exec", *(["--user", user] if user else []),
+               self._container.id, *command]
+        # The command's own timeout ends it inside the container; this one only bounds a
+        # docker CLI that hangs on the engine.
+        done = cancellation.run(cli, timeout=(timeout or 600) + 30)
+        if done.returncode != 0 and done.stderr.startswith(_ENGINE_ERRORS):
+            raise BackendCallError(f"cannot run {argv[0]!r} in the stack: "
+                                   f"{done.stderr.strip()[:500]}")
+        return CommandResult(argv=tuple(argv), returncode=done.returncode, stdout=done.stdout,
+                             stderr=done.stderr)
 
     def _uid(self, user: str) -> int:
         if user not in self._uids:

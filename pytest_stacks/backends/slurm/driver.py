@@ -56,16 +56,7 @@ class SlurmClient:
 
     def versions(self) -> dict[str, str]:
         if self._version is None:
-            # `sinfo -V` always prints "slurm X.Y.Z". Under a heavy concurrent bring-up the
-            # docker exec transport has returned exit 0 with no output at all (see
-            # transports/docker_exec.py): ask again rather than fail a healthy stack; the
-            # version is still only ever read from the daemon.
-            said = ""
-            for _ in range(3):
-                said = self._run("sinfo", "-V").stdout
-                if said.strip():
-                    break
-            self._version = parse.parse_version(said)
+            self._version = parse.parse_version(self._run("sinfo", "-V").stdout)
         return {"daemon": self._version}
 
     def _json_supported(self) -> bool:
