@@ -27,6 +27,7 @@ from pytest_stacks.errors import StacksError
 
 GO_CANDIDATES = ("/usr/local/go/bin/go",)
 COMPLETE = ".complete"
+MODULE = "pytest-stacks.invalid/build"  # the path of the go.mod of ours
 
 
 class GoBuildError(StacksError):
@@ -40,6 +41,10 @@ class GoModuleBuild:
     ``stage_replacements_of`` names a module (k8s.io/kubernetes) whose own go.mod requires
     its staging modules at v0.0.0 with replace directives that ``go install`` refuses; each is
     replaced here with the published v0.<minor>.<patch> of the same release.
+
+    ``sources`` are Go files of ours (path in our module -> text), for a main package that
+    builds a program from its modules' packages differently than their own main does (CoreDNS
+    with only the plugins a test cluster uses); a program names it as ``MODULE + "/" + dir``.
     """
 
     name: str
@@ -48,10 +53,11 @@ class GoModuleBuild:
     ldflags: tuple[str, ...] = ()
     stage_replacements_of: str | None = None
     files: Mapping[str, str] = field(default_factory=dict)  # out name -> "module:path in zip"
+    sources: Mapping[str, str] = field(default_factory=dict)
 
     def digest(self, go_version: str) -> str:
         text = json.dumps([self.requires, self.programs, self.ldflags, self.stage_replacements_of,
-                           self.files, go_version], sort_keys=True)
+                           self.files, self.sources, go_version], sort_keys=True)
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
@@ -92,7 +98,11 @@ def _build(go: str, build: GoModuleBuild, target: Path, deadline: float) -> None
     work = target / "module"
     work.mkdir(parents=True)
     (work / "go.mod").write_text(_go_mod(go, build, work, deadline))
-    imports = "\n".join(f'\t_ "{pkg}"' for pkg in build.programs.values())
+    for path, text in build.sources.items():
+        (work / path).parent.mkdir(parents=True, exist_ok=True)
+        (work / path).write_text(text)
+    imports = "\n".join(f'\t_ "{pkg}"' for pkg in build.programs.values()
+                        if not pkg.startswith(MODULE + "/"))  # ours: tidy sees their imports
     (work / "tools.go").write_text(f"//go:build tools\n\npackage tools\n\nimport (\n{imports}\n)\n")
     _run([go, "mod", "tidy"], work, _left(deadline))
     for name, package in build.programs.items():
@@ -106,7 +116,7 @@ def _build(go: str, build: GoModuleBuild, target: Path, deadline: float) -> None
 
 
 def _go_mod(go: str, build: GoModuleBuild, work: Path, deadline: float) -> str:
-    lines = ["module pytest-stacks.invalid/build", "", "go 1.24", ""]
+    lines = [f"module {MODULE}", "", "go 1.24", ""]
     lines += [f"require {module} {version}" for module, version in sorted(build.requires.items())]
     if build.stage_replacements_of:
         version = build.requires[build.stage_replacements_of]

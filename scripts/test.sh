@@ -5,6 +5,8 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 PY=.venv/bin/python
+RESULTS=.pytest-stacks
+mkdir -p "$RESULTS"
 
 STAGES=()
 run() {
@@ -24,28 +26,26 @@ run() {
     fi
 }
 
-run .venv/bin/ruff check pytest_stacks tests bench
-run .venv/bin/mypy pytest_stacks
-run .venv/bin/lint-imports
-# In CI a missing checker (Renovate, zizmor, check-jsonschema) fails instead of skipping.
-if [ "${CI:-}" = "true" ]; then export PYTEST_STACKS_REQUIRE_CHECKERS=1; fi
-RESULTS=.pytest-stacks
-mkdir -p "$RESULTS"
 # Every slow bring-up step of the real stages (Go builds, image builds, seeds, readiness,
 # probes) is timed into this file; printed at the end with each stage's time.
 TIMINGS="$PWD/$RESULTS/timings.jsonl"
 : > "$TIMINGS"
-timings() {
+prebuild=""
+finish() {
+    if [ -n "$prebuild" ] && kill -0 "$prebuild" 2>/dev/null; then
+        kill -TERM "$prebuild" 2>/dev/null
+        wait "$prebuild" 2>/dev/null
+    fi
     echo "== where the time went, per stage"
     printf '%s\n' "${STAGES[@]}"
     echo "== bring-up steps of the real stages, summed"
     .venv/bin/pytest-stacks timings "$TIMINGS"
 }
-trap timings EXIT
-run "$PY" -m pytest -q -n 2 --stack-results="$RESULTS/results-fakes.json"
-export PYTEST_STACKS_TIMINGS="$TIMINGS"
+trap finish EXIT
 
-if docker info >/dev/null 2>&1; then
+ENGINE=0
+if docker info >/dev/null 2>&1; then ENGINE=1; fi
+if [ "$ENGINE" = 1 ]; then
     # The real stacks: the full lane's rows this machine can run (by each stack's requires),
     # planned with the tests every row must run. The same plan is what the report checks the
     # results against, so a stack that left no result, or ran other tests, fails it.
@@ -54,6 +54,23 @@ if docker info >/dev/null 2>&1; then
         --format json --output "$RESULTS/matrix-full.json"
     mapfile -t real_stacks < <(.venv/bin/pytest-stacks matrix --lane full --runnable-here \
         --tests "$REAL_TESTS" --format names)
+    # The slow builds (Go programs, images) start now, in the background, while lint, unit and
+    # the fake lane run; the real window then finds them built, or waits on their locks.
+    echo "== pytest-stacks build ${real_stacks[*]} (in the background: $RESULTS/prebuild.log)"
+    PYTEST_STACKS_TIMINGS="$TIMINGS" .venv/bin/pytest-stacks build "${real_stacks[@]}" \
+        > "$RESULTS/prebuild.log" 2>&1 &
+    prebuild=$!
+fi
+
+run .venv/bin/ruff check pytest_stacks tests bench
+run .venv/bin/mypy pytest_stacks
+run .venv/bin/lint-imports
+# In CI a missing checker (Renovate, zizmor, check-jsonschema) fails instead of skipping.
+if [ "${CI:-}" = "true" ]; then export PYTEST_STACKS_REQUIRE_CHECKERS=1; fi
+run "$PY" -m pytest -q -n 2 --stack-results="$RESULTS/results-fakes.json"
+
+if [ "$ENGINE" = 1 ]; then
+    export PYTEST_STACKS_TIMINGS="$TIMINGS"
     args=()
     for s in "${real_stacks[@]}"; do args+=(--stack="$s"); done
     # All of them in one run: they come up concurrently, each stack's tests on one worker.
@@ -61,6 +78,11 @@ if docker info >/dev/null 2>&1; then
     # shellcheck disable=SC2086  # REAL_TESTS holds several paths
     run "$PY" -m pytest $REAL_TESTS -q "${args[@]}" -p no:randomly \
         -n 4 --stack-group --stack-unproven=fail --stack-results="$RESULTS/results-real.json"
+    if ! wait "$prebuild"; then
+        echo "== the background build failed (the real window reported what it meant):"
+        tail -n 30 "$RESULTS/prebuild.log"
+    fi
+    prebuild=""
     # One compatibility table over the fakes and the real stacks, against that plan.
     .venv/bin/pytest-stacks report "$RESULTS/results-fakes.json" "$RESULTS/results-real.json" \
         --matrix "$RESULTS/matrix-full.json" --format html --output "$RESULTS/compatibility.html" \

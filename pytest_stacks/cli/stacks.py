@@ -1,4 +1,4 @@
-"""The stack commands: list, show, doctor, seed, reap, up, down, logs, timings."""
+"""The stack commands: list, show, doctor, seed, reap, build, up, down, logs, timings."""
 
 from __future__ import annotations
 
@@ -162,6 +162,55 @@ def cmd_logs(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_build(args: argparse.Namespace) -> int:
+    """Prepare stacks ahead of a run: every image and program their bring-up needs, built
+    (several stacks at once; shared builds once), nothing started."""
+    import tempfile
+    from concurrent.futures import ThreadPoolExecutor
+    from pathlib import Path
+
+    from pytest_stacks import cancellation
+    from pytest_stacks.lifecycle import new_run_id
+    from pytest_stacks.providers import provider_for
+    from pytest_stacks.providers.base import RunContext
+
+    chosen = [s for s in select(manifest(args), args.names) if not s.is_fake]
+    if not chosen:
+        print("nothing to build: the stacks named are in-process fakes")
+        return 0
+    stop_listening = progress.listen(_stderr_lines)
+    previous = signals.sigterm_as_interrupt()  # a killed build kills what it started
+    failed: dict[str, str] = {}
+
+    def build(stack: Any, ctx: RunContext) -> None:
+        with progress.for_stack(stack.name), progress.step("build"):
+            provider_for(stack).build(stack, ctx)
+
+    try:
+        with tempfile.TemporaryDirectory(prefix="pytest-stacks-build-") as folder, \
+                ThreadPoolExecutor(max_workers=min(len(chosen), 8),
+                                   thread_name_prefix="pytest-stacks-build") as pool:
+            ctx = RunContext.for_this_process(new_run_id(), Path(folder))
+            futures = {stack.name: pool.submit(build, stack, ctx) for stack in chosen}
+            try:
+                for name, future in futures.items():
+                    try:
+                        future.result()
+                    except Exception as exc:
+                        failed[name] = str(exc)
+            except KeyboardInterrupt:
+                cancellation.cancel()  # the builds' children die; the threads then end
+                raise
+    finally:
+        cancellation.reset()
+        stop_listening()
+        signals.restore(previous)
+    for stack in chosen:
+        print(f"{stack.name}: " + (f"FAILED: {failed[stack.name]}" if stack.name in failed
+                                   else "built"))
+    return 1 if failed else 0
+
+
 def cmd_timings(args: argparse.Namespace) -> int:
     from pathlib import Path
 
@@ -199,6 +248,10 @@ def register(sub: Any) -> None:
     logs.add_argument("name")
     logs.add_argument("--tail", type=int, default=200)
     logs.set_defaults(func=cmd_logs)
+    build = sub.add_parser("build", help="prepare stacks ahead of a run: build their images "
+                           "and programs, start nothing")
+    build.add_argument("names", nargs="+", metavar="NAME", help="stack names or globs")
+    build.set_defaults(func=cmd_build)
     timings = sub.add_parser("timings", help="where bring-ups spent their time: the file "
                              "PYTEST_STACKS_TIMINGS named, summed per step")
     timings.add_argument("path")

@@ -53,6 +53,9 @@ class StackPool:
         todo = [s for s in stacks if not s.is_fake and s.name not in self._prefetched]
         if not todo:
             return []
+        # The longest first: stacks whose programs are built from Go modules take minutes
+        # on a new machine, and the others come up meanwhile.
+        todo.sort(key=lambda s: "go" not in s.requires)
         self.run_dir.ensure()
         if self._executor is None:
             self._executor = ThreadPoolExecutor(max_workers=max(1, parallel),

@@ -106,6 +106,12 @@ class Provider(Protocol):
         asks it alone. Raises StacksError naming the fix."""
         ...
 
+    def build(self, stack: Stack, ctx: RunContext) -> None:
+        """Make everything ``up`` would make before it starts anything (images, programs
+        built on the host), and start nothing: ``pytest-stacks build`` prepares a machine
+        ahead of a run. Raises InfrastructureError."""
+        ...
+
     def up(self, stack: Stack, ctx: RunContext) -> StackInfo:
         """Bring the stack up and wait until its daemons serve. Returns what any process of the
         run can attach with. Raises InfrastructureError."""

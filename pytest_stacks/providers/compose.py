@@ -90,6 +90,15 @@ def _upstream_reference(stack: Stack, ctx: RunContext) -> str:
 
 
 class ComposeProvider:
+    @staticmethod
+    def _engine_ok() -> bool:
+        """Whether the engine answers (its absence is said by the preflight, with the fix)."""
+        try:
+            preflight.engine()
+        except StacksError:
+            return False
+        return True
+
     def _base_cmd(self, info: StackInfo) -> list[str]:
         cmd = ["compose", "-p", info.project]
         for file in info.files:
@@ -111,21 +120,40 @@ class ComposeProvider:
         if "go" in stack.requires:
             preflight.go_toolchain()
 
-    def up(self, stack: Stack, ctx: RunContext) -> StackInfo:
-        assert stack.compose is not None
+    def _prepare(self, stack: Stack, ctx: RunContext) -> tuple[str, str, dict[str, str]]:
+        """Preflight, then what the build needs: the base image, the upstream image, the
+        host-built programs (base reference, upstream reference, compose environment)."""
         upstream = _upstream_reference(stack, ctx)
         try:
             self.preflight(stack, ctx)
-            for problem in reaper.reap_dead(keep_run=ctx.run_id)[1]:
-                progress.say(f"could not remove what a dead run left: {problem}")
             base = images.ensure_base_image(stack.base_image) if stack.base_image else ""
             if upstream:
                 images.ensure_image(upstream, refresh=ctx.lane == "canary")
             host_env = stack_adapter(stack).host_environment(stack, stack.timeouts.build)
-            if stack.transport == "ssh":
-                host_env.update(ssh_access.client_environment(stack, ctx))
         except StacksError as exc:
             raise InfrastructureError(stack.name, str(exc)) from None
+        return base, upstream, host_env
+
+    def build(self, stack: Stack, ctx: RunContext) -> None:
+        """Everything ``up`` makes before it starts anything (base image, programs built on
+        the host, the stack's image), so that a later run only starts it. Nothing runs."""
+        base, upstream, host_env = self._prepare(stack, ctx)
+        if upstream or ctx.lane == "canary":
+            return  # an upstream image is pulled, a canary built per run: nothing to keep
+        info = self._plan(stack, ctx, base, upstream)
+        info.env.update(host_env)
+        self._build(stack, info)
+
+    def up(self, stack: Stack, ctx: RunContext) -> StackInfo:
+        assert stack.compose is not None
+        for problem in reaper.reap_dead(keep_run=ctx.run_id)[1] if self._engine_ok() else []:
+            progress.say(f"could not remove what a dead run left: {problem}")
+        base, upstream, host_env = self._prepare(stack, ctx)
+        if stack.transport == "ssh":
+            try:
+                host_env.update(ssh_access.client_environment(stack, ctx))
+            except StacksError as exc:
+                raise InfrastructureError(stack.name, str(exc)) from None
         info = self._plan(stack, ctx, base, upstream)
         info.env.update(host_env)
         try:

@@ -15,6 +15,9 @@ class FakeProvider:
     def preflight(self, stack: Stack, ctx: RunContext) -> None:
         fake_factory(stack)  # no fake for the backend: an infrastructure error now, not later
 
+    def build(self, stack: Stack, ctx: RunContext) -> None:
+        self.preflight(stack, ctx)  # an in-process double has nothing to build
+
     def up(self, stack: Stack, ctx: RunContext) -> StackInfo:
         self.preflight(stack, ctx)
         return StackInfo(provider="fake")

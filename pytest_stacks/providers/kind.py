@@ -113,6 +113,20 @@ class KindProvider:
             preflight.base_obtainable(stack.base_image)
         preflight.go_toolchain()
 
+    def build(self, stack: Stack, ctx: RunContext) -> None:
+        """Everything ``up`` makes before kind creates the cluster: kind and the operator's
+        manifest, the node image (or its pull), the worker and operator images."""
+        assert stack.kind is not None
+        try:
+            self.preflight(stack, ctx)
+            gobuild.ensure_built(tools_build(stack), timeout=stack.timeouts.build)
+            self._node(stack)
+        except StacksError as exc:
+            raise InfrastructureError(stack.name, str(exc)) from None
+        self._build_worker(stack)
+        if stack.kind.node_build is not None:
+            self._local_operator_image(stack)
+
     def up(self, stack: Stack, ctx: RunContext) -> StackInfo:
         assert stack.kind is not None
         try:

@@ -16,6 +16,7 @@ child process.
 from __future__ import annotations
 
 import io
+import shutil
 import tarfile
 import time
 from collections.abc import Mapping, Sequence
@@ -23,7 +24,7 @@ from typing import Any
 
 from docker.errors import NotFound
 
-from pytest_stacks import cancellation, dockerutil
+from pytest_stacks import cancellation
 from pytest_stacks.errors import BackendCallError
 from pytest_stacks.transports import CommandResult
 
@@ -42,8 +43,12 @@ class DockerExecTransport:
         command = list(argv)
         if timeout:
             command = ["timeout", "--kill-after=5", str(int(timeout)), *command]
-        cli = [dockerutil.docker_cli(), "exec", *(["--user", user] if user else []),
-               self._container.id, *command]
+        docker = shutil.which("docker")
+        if docker is None:
+            raise BackendCallError("the `docker` command is not installed; commands reach the "
+                                   "stack's container through it")
+        cli = [docker, "exec", *(["--user", user] if user else []), self._container.id,
+               *command]
         # The command's own timeout ends it inside the container; this one only bounds a
         # docker CLI that hangs on the engine.
         done = cancellation.run(cli, timeout=(timeout or 600) + 30)
