@@ -302,3 +302,21 @@ def test_a_kubelet_of_another_version_is_an_infrastructure_error(
         local_stack: Stack, ctx: RunContext, offline: Path) -> None:
     with pytest.raises(InfrastructureError, match=r"kubelet reports \['v1.35.0'\].*v1.36.3"):
         kind.KindProvider(Cluster(kubelet="v1.35.0")).up(local_stack, ctx)
+
+
+def test_build_makes_the_images_and_starts_nothing(local_stack: Stack, ctx: RunContext,
+                                                  offline: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """`pytest-stacks build`: what up would make first (the node image, the operator's
+    image), and no cluster, network or owner record."""
+    monkeypatch.setattr(dockerutil, "image_exists", lambda reference: False)
+    static: list[str] = []
+    monkeypatch.setattr(kind_node_image, "static_image",
+                        lambda context, binary, reference, **_: static.append(reference))
+    runner = Cluster()
+    kind.KindProvider(runner).build(local_stack, ctx)
+    commands = [" ".join(c) for c in runner.calls]
+    assert not any("create cluster" in c or "network create" in c or " load " in c
+                   for c in commands), commands
+    assert static and static[0].startswith(f"{kind_node_image.REPOSITORY}/mpi-operator:")
+    assert not (ctx.run_dir.parent / "kind-clusters").exists()
