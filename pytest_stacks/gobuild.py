@@ -105,14 +105,32 @@ def _build(go: str, build: GoModuleBuild, target: Path, deadline: float) -> None
                         if not pkg.startswith(MODULE + "/"))  # ours: tidy sees their imports
     (work / "tools.go").write_text(f"//go:build tools\n\npackage tools\n\nimport (\n{imports}\n)\n")
     _run([go, "mod", "tidy"], work, _left(deadline))
-    for name, package in build.programs.items():
-        _run([go, "build", "-trimpath", "-ldflags", " ".join(build.ldflags), "-o",
-              str(target / "bin" / name), package], work, _left(deadline))
+    # Programs named as `go build` names them are built by one invocation: one package graph,
+    # and one program links while the next compiles (two cores stay busy); the others alone.
+    together = [p for n, p in build.programs.items() if n == default_name(p)]
+    alone = {n: p for n, p in build.programs.items() if n != default_name(p)}
+    flags = ["-trimpath", "-ldflags", " ".join(build.ldflags)]
+    (target / "bin").mkdir(parents=True, exist_ok=True)
+    if together:
+        _run([go, "build", *flags, "-o", str(target / "bin") + "/", *together], work,
+             _left(deadline))
+    for name, package in alone.items():
+        _run([go, "build", *flags, "-o", str(target / "bin" / name), package], work,
+             _left(deadline))
     for out, source in build.files.items():
         module, _, inside = source.partition(":")
         directory = Path(_download(go, module, build.requires[module], work, deadline)["Dir"])
         (target / "files").mkdir(exist_ok=True)
         shutil.copyfile(directory / inside, target / "files" / out)
+
+
+def default_name(package: str) -> str:
+    """The file name ``go build -o DIR/`` gives a main package's program: its last path
+    element, a major-version suffix (``/v3``) skipped."""
+    parts = package.rstrip("/").split("/")
+    if len(parts) > 1 and re.fullmatch(r"v\d+", parts[-1]):
+        return parts[-2]
+    return parts[-1]
 
 
 def _go_mod(go: str, build: GoModuleBuild, work: Path, deadline: float) -> str:

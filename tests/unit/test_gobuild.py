@@ -1,0 +1,42 @@
+"""The pure parts of the Go module builds: names, cache keys, the CoreDNS main of ours."""
+
+from __future__ import annotations
+
+import pytest
+
+from pytest_stacks import gobuild
+from pytest_stacks.backends.kubernetes import builds
+
+
+@pytest.mark.parametrize(("package", "name"), [
+    ("k8s.io/kubernetes/cmd/kube-apiserver", "kube-apiserver"),
+    ("go.etcd.io/etcd/server/v3", "server"),
+    ("sigs.k8s.io/kind", "kind"),
+    (f"{gobuild.MODULE}/cmd/coredns", "coredns"),
+])
+def test_the_program_name_go_build_gives(package: str, name: str) -> None:
+    assert gobuild.default_name(package) == name
+
+
+def test_every_input_of_a_build_is_in_its_cache_key() -> None:
+    """Another source text, ldflag or version is another build, never a stale binary."""
+    base = builds.coredns("v1.14.7")
+    keys = {base.digest("go1.26.8"), base.digest("go1.26.9"),
+            builds.coredns("v1.14.8").digest("go1.26.8"),
+            gobuild.GoModuleBuild(base.name, base.requires, base.programs, base.ldflags,
+                                  sources={"cmd/coredns/main.go": "package main\n"}
+                                  ).digest("go1.26.8")}
+    assert len(keys) == 4
+
+
+def test_coredns_is_built_with_the_plugins_the_clusters_corefiles_use() -> None:
+    """kubeadm's default Corefile and stacks/k8s-node/Corefile: every directive they use is a
+    plugin of the build (an unknown directive stops CoreDNS at start)."""
+    main = builds.coredns("v1.14.7").sources["cmd/coredns/main.go"]
+    used = {"errors", "health", "ready", "kubernetes", "prometheus", "forward", "cache",
+            "loop", "reload", "loadbalance"}
+    directives = {name for name, _ in builds.COREDNS_PLUGINS}
+    assert used <= directives
+    for _, package in builds.COREDNS_PLUGINS:
+        assert f'"github.com/coredns/coredns/plugin/{package}"' in main
+    assert "core/plugin\"" not in main  # CoreDNS's every-plugin import is not pulled in
