@@ -29,7 +29,7 @@ from pytest_stacks.plugin import (
     reporting,
     verdicts,
 )
-from pytest_stacks.plugin.state import STATE, State
+from pytest_stacks.plugin.state import STATE, State, setting
 from pytest_stacks.plugin.xdist import XdistBridge, controller_run
 from pytest_stacks.providers.base import RunContext
 from pytest_stacks.selection import select
@@ -93,12 +93,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def _manifest_path(config: pytest.Config) -> Path:
     """--stack-manifest, else the ini option, else the project's own manifest.yaml if it is a
     pytest-stacks manifest, else the catalogue that ships with pytest-stacks."""
-    given = config.getoption("stack_manifest")
-    if given:
+    given = setting(config, "stack_manifest", "stacks_manifest")
+    if config.getoption("stack_manifest"):
         return Path(given).expanduser().absolute()
-    ini = str(config.getini("stacks_manifest") or "")
-    if ini:
-        return Path(config.rootpath, ini)
+    if given:
+        return Path(config.rootpath, given)
     try:
         return default_manifest(config.rootpath)
     except StacksError as exc:

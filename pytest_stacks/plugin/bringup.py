@@ -24,15 +24,14 @@ from collections.abc import Callable
 import pytest
 
 from pytest_stacks import progress
-from pytest_stacks.plugin.state import State
+from pytest_stacks.plugin.state import State, setting
 
 DEFAULT_PARALLEL = 4
 
 
 def parallel_setting(config: pytest.Config) -> int:
     """``--stack-parallel``, else the ``stacks_parallel`` ini value, else the default."""
-    given = config.getoption("stack_parallel")
-    raw = given if given is not None else (config.getini("stacks_parallel") or DEFAULT_PARALLEL)
+    raw = setting(config, "stack_parallel", "stacks_parallel", str(DEFAULT_PARALLEL))
     try:
         value = int(str(raw))
     except ValueError:

@@ -46,6 +46,15 @@ def state(config: pytest.Config) -> State:
     return config.stash[STATE]
 
 
+def setting(config: pytest.Config, option: str, ini: str, default: str = "") -> str:
+    """A setting as users give it: the command line's option, else the ini value, else the
+    default. An option given as "" wins (``--stack-results=`` turns a file off)."""
+    given = config.getoption(option)
+    if given is not None:
+        return str(given)
+    return str(config.getini(ini) or default)
+
+
 def item_stack(item: pytest.Item) -> Stack | None:
     """The stack a collected test is parametrised with, if any."""
     callspec = getattr(item, "callspec", None)

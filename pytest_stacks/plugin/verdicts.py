@@ -28,7 +28,7 @@ from pytest_stacks.ci.lanes import build_inputs
 from pytest_stacks.ci.scope import ENDED_EARLY, Scope, normalised_path
 from pytest_stacks.errors import StacksError
 from pytest_stacks.manifest import Stack
-from pytest_stacks.plugin.state import PROP_INFRA, PROP_STACK, State
+from pytest_stacks.plugin.state import PROP_INFRA, PROP_STACK, State, setting
 from pytest_stacks.verdicts.results import (
     SCHEMA_ID,
     SCHEMA_VERSION,
@@ -145,8 +145,7 @@ def _relative(root: Path, base: Path, arg: str) -> str:
 
 
 def unproven_policy(config: pytest.Config) -> str:
-    policy = str(config.getoption("stack_unproven") or config.getini("stacks_unproven")
-                 or "auto").strip()
+    policy = setting(config, "stack_unproven", "stacks_unproven", "auto").strip() or "auto"
     if policy not in ("auto", "fail", "warn"):
         raise pytest.UsageError(f"pytest-stacks: the ini option stacks_unproven is {policy!r}; "
                                 f"use auto, fail or warn")
@@ -256,8 +255,7 @@ def results_document(config: pytest.Config, current: State, outcomes: Outcomes,
 def results_path(config: pytest.Config) -> Path | None:
     """``--stack-results``, else the ini value, else the default; '' (or 'none') turns it
     off."""
-    given = config.getoption("stack_results")
-    raw = given if given is not None else (config.getini("stacks_results") or DEFAULT_RESULTS)
+    raw = setting(config, "stack_results", "stacks_results", DEFAULT_RESULTS)
     if str(raw).strip().lower() in ("", "none"):
         return None
     return Path(config.rootpath, str(raw))
