@@ -24,12 +24,11 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from pytest_stacks import dockerutil  # noqa: E402
-from pytest_stacks.lifecycle import RunDirectory, StackRecord, kept_root  # noqa: E402
+from pytest_stacks.lifecycle import RunDirectory, StackRecord, up_root  # noqa: E402
 from pytest_stacks.manifest import load  # noqa: E402
 from pytest_stacks.providers import images, stack_adapter  # noqa: E402
 from pytest_stacks.providers.base import RunContext, StackInfo  # noqa: E402
 from pytest_stacks.providers.compose import free_port  # noqa: E402
-from pytest_stacks.providers.labels import KEEP_MARK  # noqa: E402
 from pytest_stacks.transports.docker_exec import DockerExecTransport  # noqa: E402
 
 PY = sys.executable
@@ -74,7 +73,7 @@ def by_hand(stack_name: str) -> tuple[float, float, float]:
     compose_file = str(stack.compose.directory / "compose.yaml")
     cmd = ["docker", "compose", "-p", project, "-f", compose_file]
     full_env = {**os.environ, **env}
-    run_dir = kept_root() / f"bench-{os.getpid()}"
+    run_dir = up_root() / f"bench-{os.getpid()}"
     started = time.time()
     up = subprocess.run([*cmd, "up", "-d", "--wait", "--no-build"], env=full_env,
                         capture_output=True, text=True, check=False)
@@ -90,7 +89,8 @@ def by_hand(stack_name: str) -> tuple[float, float, float]:
                          container=container)
         transport = DockerExecTransport(dockerutil.client().containers.get(container))
         info.endpoints.update(stack_adapter(stack).prepare(stack, transport, run_dir, ports))
-        RunDirectory(RunContext(run_dir.name, run_dir, 0, KEEP_MARK)).write_record(
+        RunDirectory(RunContext.for_this_process(run_dir.name, run_dir,
+                                                 keeps=True)).write_record(
             StackRecord(stack_name, info, observed_version=stack.version))
         started = time.time()
         result = subprocess.run([PY, "-m", "pytest", "tests/contract", f"--stack={stack_name}",

@@ -82,17 +82,19 @@ def _stderr_lines(line: str) -> None:
 
 
 def cmd_up(args: argparse.Namespace) -> int:
-    from pytest_stacks.lifecycle import StackPool, kept_root, new_run_id
+    from pytest_stacks import places
+    from pytest_stacks.lifecycle import StackPool, new_run_id
     from pytest_stacks.providers.base import RunContext
-    from pytest_stacks.providers.labels import KEEP_MARK
 
     chosen = select(manifest(args), [args.name])
     if len(chosen) != 1:
         raise StacksError(f"{args.name!r} matches {len(chosen)} stacks; name exactly one")
     [stack] = chosen
     run_id = new_run_id()
-    # owner_pid 0 with the keep mark: the reaper leaves a kept stack alone until `down`.
-    pool = StackPool(RunContext(run_id, kept_root() / run_id, 0, KEEP_MARK))
+    pool = StackPool(RunContext.for_this_process(run_id, places.up_root() / run_id,
+                                                 keeps=True))
+    # Kept from the start: no reaper takes it for a dead run's once this command has exited.
+    places.mark_kept(run_id, pool.ctx.run_dir, [stack.name], "pytest-stacks up")
     previous = signals.sigterm_as_interrupt()
     stop_listening = progress.listen(_stderr_lines)
     try:
@@ -105,6 +107,7 @@ def cmd_up(args: argparse.Namespace) -> int:
             print(f"pytest-stacks: {problem}", file=sys.stderr)
         if not problems:
             pool.run_dir.remove()
+            places.unmark_kept(run_id)
         raise
     finally:
         stop_listening()
@@ -119,31 +122,46 @@ def cmd_up(args: argparse.Namespace) -> int:
 
 
 def cmd_down(args: argparse.Namespace) -> int:
-    """Bring kept stacks down (``--force``: any run's); each removal proven by looking again.
-    A removal that did not take is named and makes the exit status 1."""
+    """End kept stacks (``pytest-stacks up``, ``--stack-keep=on-failure``), or only those of
+    NAME: their containers, networks, volumes and kind clusters, removed and proven gone, then
+    their run directory (credentials included). ``--force``: also every other run's
+    resources, live ones included. What could not be removed is named; exit status 1."""
     import shutil
+    from pathlib import Path
 
-    from pytest_stacks.lifecycle import kept_root
-    from pytest_stacks.providers import reaper
-    from pytest_stacks.providers.labels import KEEP_MARK, LABEL_OWNER_START, LABEL_STACK
+    from pytest_stacks import places
+    from pytest_stacks.providers import kind, kind_owners, reaper
+    from pytest_stacks.providers.labels import LABEL_STACK
 
-    removed, problems = 0, []
-    for run_id, resources in reaper.inventory().items():
-        if args.name and resources.labels.get(LABEL_STACK) != args.name:
+    ended, problems = [], []
+    for run_id, kept in places.kept_runs().items():
+        if args.name and args.name not in kept["stacks"]:
             continue
-        if resources.labels.get(LABEL_OWNER_START) != KEEP_MARK and not args.force:
-            continue
-        left = reaper.remove(resources)
-        removed += resources.count
+        left = reaper.sweep_run(run_id)
+        if kept["run_dir"]:
+            left += kind_owners.reap(kind.run_command, Path(kept["run_dir"]).parent,
+                                     only_run=run_id)
         if left:
             problems += left
             continue
-        shutil.rmtree(kept_root() / run_id, ignore_errors=True)
-        print(f"removed run {run_id} ({resources.labels.get(LABEL_STACK)})")
+        if kept["run_dir"]:
+            shutil.rmtree(kept["run_dir"], ignore_errors=True)
+        places.unmark_kept(run_id)
+        ended.append(f"ended run {run_id} ({', '.join(kept['stacks'])}; kept by {kept['why']})")
+    if args.force:
+        for run_id, resources in reaper.inventory().items():
+            if args.name and resources.labels.get(LABEL_STACK) != args.name:
+                continue
+            left = reaper.remove(resources)
+            problems += left
+            if not left:
+                ended.append(f"removed run {run_id} ({resources.labels.get(LABEL_STACK)})")
+    for line in ended:
+        print(line)
     for problem in problems:
         print(f"could not remove: {problem}", file=sys.stderr)
-    if not removed:
-        print("nothing kept to bring down")
+    if not ended and not problems:
+        print("nothing kept to bring down" + (f" for {args.name}" if args.name else ""))
     return 1 if problems else 0
 
 

@@ -7,11 +7,10 @@ from pytest_stacks.lifecycle.pool import StackPool
 from pytest_stacks.lifecycle.rundir import (
     RunDirectory,
     StackRecord,
-    kept_root,
     new_run_id,
     reap_dead_run_dirs,
-    runs_root,
 )
+from pytest_stacks.places import runs_root, up_root
 
-__all__ = ["RunDirectory", "StackPool", "StackRecord", "kept_root", "new_run_id",
-           "reap_dead_run_dirs", "runs_root"]
+__all__ = ["RunDirectory", "StackPool", "StackRecord", "new_run_id", "reap_dead_run_dirs",
+           "runs_root", "up_root"]

@@ -15,17 +15,16 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 
-from pytest_stacks import cancellation, progress
+from pytest_stacks import cancellation, places, progress
 from pytest_stacks.errors import InfrastructureError, Problem
 from pytest_stacks.lifecycle.probe import functional_probe
 from pytest_stacks.lifecycle.rundir import RunDirectory, StackRecord, kept_records
 from pytest_stacks.manifest import Stack
 from pytest_stacks.providers import provider_for
 from pytest_stacks.providers.base import Attached, RunContext, StackInfo
-from pytest_stacks.providers.labels import KEEP_MARK
 
 
 class StackPool:
@@ -116,7 +115,7 @@ class StackPool:
         and only while it still answers; this run records it as borrowed, so its teardown
         leaves it running.
         """
-        if self.ctx.lane != "pinned" or self.ctx.owner_start == KEEP_MARK:
+        if self.ctx.lane != "pinned" or self.ctx.keeps:
             return None
         provider = provider_for(stack)
         for record in kept_records(stack.name):
@@ -201,9 +200,26 @@ class StackPool:
                 attached.close()
         self._attached.clear()
 
-    def teardown(self, stacks: dict[str, Stack]) -> list[Problem]:
-        """Owner only: bring down every stack this run brought up. Returns problems (kind
-        ``teardown``: a stack whose teardown was not proven is an infrastructure error).
+    def keep(self, stacks: dict[str, Stack], names: Collection[str], why: str
+             ) -> dict[str, str]:
+        """Owner only, before :meth:`teardown`: these stacks (of those this run brought up)
+        outlive the run, with its run directory, recorded as kept (no reaper touches them;
+        ``pytest-stacks down`` ends them). Returns, per stack kept, one line: how to reach it
+        and how to end it."""
+        records = {r.stack: r for r in self.run_dir.records()}
+        chosen = sorted(n for n in names if n in records and n in stacks
+                        and not stacks[n].is_fake and not records[n].info.kept)
+        if not chosen:
+            return {}
+        places.mark_kept(self.ctx.run_id, self.ctx.run_dir, chosen, why)
+        return {name: f"{name} is kept ({why}). Reach it: "
+                      f"{provider_for(stacks[name]).reach(stacks[name], records[name].info)}. "
+                      f"End it: pytest-stacks down {name}" for name in chosen}
+
+    def teardown(self, stacks: dict[str, Stack], keep: Collection[str] = ()) -> list[Problem]:
+        """Owner only: bring down every stack this run brought up, but those it keeps
+        (:meth:`keep`). Returns problems (kind ``teardown``: a stack whose teardown was not
+        proven is an infrastructure error).
 
         ``stacks`` are the run's selected stacks by name.
         """
@@ -212,7 +228,7 @@ class StackPool:
         problems = []
         for record in self.run_dir.records():
             stack = stacks.get(record.stack)
-            if stack is None:
+            if stack is None or stack.name in keep:
                 continue
             problems += self._end_run(stack, record)
             if record.info.kept:
@@ -224,7 +240,7 @@ class StackPool:
                 problems.append(Problem(stack.name, "teardown", f"teardown not proven: {exc}"))
             else:
                 self.run_dir.forget(stack.name)
-        problems.extend(self._sweep(stacks))
+        problems.extend(self._sweep(stacks, keep))
         return problems
 
     def _end_run(self, stack: Stack, record: StackRecord) -> list[Problem]:
@@ -253,13 +269,13 @@ class StackPool:
         return [Problem(stack.name, "teardown", "the run's objects were not proven gone: "
                         + "; ".join(left))]
 
-    def _sweep(self, stacks: dict[str, Stack]) -> list[Problem]:
+    def _sweep(self, stacks: dict[str, Stack], keep: Collection[str]) -> list[Problem]:
         """The safety net: what an interrupted bring-up created before it was recorded."""
         problems = []
         for provider_name in sorted({s.provider for s in stacks.values()}):
             stack = next(s for s in stacks.values() if s.provider == provider_name)
             try:
-                left = provider_for(stack).sweep_run(self.ctx)
+                left = provider_for(stack).sweep_run(self.ctx, keep)
             except Exception as exc:
                 left = [f"cannot verify teardown of run {self.ctx.run_id}: {exc}"]
             problems += [Problem(None, "teardown", text) for text in left]

@@ -11,10 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import shutil
-import stat
-import tempfile
 import time
 import uuid
 from dataclasses import dataclass
@@ -23,35 +20,15 @@ from typing import Any
 
 from filelock import FileLock
 
+from pytest_stacks import places
 from pytest_stacks.errors import InfrastructureError, StacksError
+from pytest_stacks.places import runs_root, up_root
 from pytest_stacks.providers.base import RunContext, StackInfo
 from pytest_stacks.providers.labels import owner_alive
 
 OWNER_FILE = "owner.json"
-KEPT_FOLDER = "kept"
 _RECORD_SUFFIX = ".json"
 _ERROR_SUFFIX = ".error.json"
-
-
-def runs_root() -> Path:
-    """This user's private folder of run directories (0700, owned by us, not a symlink).
-
-    Run directories hold per-run credentials (IDTOKENs), so a shared /tmp must not let another
-    user pre-create or read the folder.
-    """
-    root = Path(tempfile.gettempdir()) / f"pytest-stacks-{os.getuid()}"
-    root.mkdir(mode=0o700, exist_ok=True)
-    info = os.lstat(root)
-    if stat.S_ISLNK(info.st_mode) or not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid():
-        raise StacksError(f"{root} is not a directory owned by this user; remove it and rerun")
-    if stat.S_IMODE(info.st_mode) != 0o700:
-        root.chmod(0o700)
-    return root
-
-
-def kept_root() -> Path:
-    """Where ``pytest-stacks up`` records stacks it keeps for a development loop."""
-    return runs_root() / KEPT_FOLDER
 
 
 def new_run_id() -> str:
@@ -61,14 +38,18 @@ def new_run_id() -> str:
 def reap_dead_run_dirs() -> list[Path]:
     """Remove run directories (and the tokens in them) left by runs whose owner is dead."""
     removed = []
+    kept = places.kept_runs()
     for folder in runs_root().iterdir():
         # Folders of runs from before owner.json existed, or whose start was cut short.
-        if (folder.is_dir() and folder.name != KEPT_FOLDER
-                and not (folder / OWNER_FILE).exists()
+        if (folder.is_dir() and folder.name not in (places.UP_FOLDER, places.MARKS_FOLDER)
+                and folder.name not in kept and not (folder / OWNER_FILE).exists()
                 and time.time() - folder.stat().st_mtime > 86400):
             shutil.rmtree(folder, ignore_errors=True)
             removed.append(folder)
-    for owner_file in runs_root().glob(f"*/{OWNER_FILE}"):
+    for owner_file in [*runs_root().glob(f"*/{OWNER_FILE}"),
+                       *up_root().glob(f"*/{OWNER_FILE}")]:
+        if owner_file.parent.name in kept:
+            continue  # kept (`pytest-stacks up`, --stack-keep): only `down` ends it
         try:
             owner = json.loads(owner_file.read_text())
         except (OSError, ValueError):
@@ -172,9 +153,10 @@ class RunDirectory:
 
 
 def kept_records(stack: str) -> list[StackRecord]:
-    """Records of ``stack`` kept by ``pytest-stacks up``, oldest run first."""
+    """Records of ``stack`` kept by ``pytest-stacks up`` (to be borrowed), oldest run first.
+    Stacks kept because a test failed on them are for a person to look at, never borrowed."""
     found = []
-    for path in sorted(kept_root().glob(f"*/{stack}{_RECORD_SUFFIX}")):
+    for path in sorted(up_root().glob(f"*/{stack}{_RECORD_SUFFIX}")):
         try:
             record = StackRecord.from_json(json.loads(path.read_text()))
         except (OSError, ValueError, KeyError, TypeError):

@@ -82,7 +82,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="Where the run's results file (JSON, schema pytest-stacks/results v1) "
                          f"goes (default: the 'stacks_results' ini option, else "
                          f"{verdicts.DEFAULT_RESULTS}; 'none' writes none).")
+    group.addoption("--stack-keep", choices=reporting.KEEP_POLICIES, default=None,
+                    help="'on-failure': a stack on which a test failed or an infrastructure "
+                         "error happened is left running for you to look at (how to reach it "
+                         "is printed; `pytest-stacks down NAME` ends it). Default: the "
+                         "'stacks_keep' ini option, else never.")
     parser.addini("stacks_unproven", "auto, fail or warn (--stack-unproven).", default="")
+    parser.addini("stacks_keep", "never or on-failure (--stack-keep).", default="")
     parser.addini("stacks_results", "Path of the results file (--stack-results).", default="")
     parser.addini("stacks_parallel", "How many stacks come up at once (--stack-parallel).",
                   default="")
@@ -158,6 +164,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(reporting.Tracker(current), "pytest-stacks-tracker")
     if current.owner:
         verdicts.unproven_policy(config)  # a bad ini value is a usage error now, not at the end
+        reporting.keep_policy(config)
         current.outcomes = verdicts.Outcomes()
         config.pluginmanager.register(
             bringup.BringUp(current, bringup.parallel_setting(config)), "pytest-stacks-bringup")

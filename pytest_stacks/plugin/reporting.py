@@ -13,7 +13,14 @@ from pytest_stacks.errors import INFRA_PREFIX, InfrastructureError, Problem
 from pytest_stacks.manifest import Stack
 from pytest_stacks.plugin import verdicts
 from pytest_stacks.plugin.fixtures import HANDLES
-from pytest_stacks.plugin.state import PROP_INFRA, PROP_STACK, State, item_stack, state
+from pytest_stacks.plugin.state import (
+    PROP_INFRA,
+    PROP_STACK,
+    State,
+    item_stack,
+    setting,
+    state,
+)
 
 
 @pytest.hookimpl(wrapper=True)
@@ -137,10 +144,14 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         current.pool.release()
         return
     current.records = {r.stack: r for r in current.pool.records()}
+    selected = {s.name: s for s in current.selected}
+    kept = current.pool.keep(selected, _to_keep(session.config, current),
+                             "a test failed on it or it hit an infrastructure error "
+                             "(--stack-keep=on-failure)")
+    current.notes += [Problem(name, "kept", line, failing=False) for name, line in kept.items()]
     with signals.deferred():
-        current.closing_problems.extend(
-            current.pool.teardown({s.name: s for s in current.selected}))
-    if not current.closing_problems:
+        current.closing_problems.extend(current.pool.teardown(selected, keep=kept))
+    if not current.closing_problems and not kept:
         current.pool.run_dir.remove()
     if exitstatus in (pytest.ExitCode.INTERRUPTED, pytest.ExitCode.USAGE_ERROR,
                       pytest.ExitCode.INTERNAL_ERROR) or session.config.getoption("collectonly"):
@@ -159,6 +170,29 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
         elif path is not None:
             current.notes.append(Problem(None, "results", f"results: {path}", failing=False))
+
+
+KEEP_POLICIES = ("never", "on-failure")
+
+
+def keep_policy(config: pytest.Config) -> str:
+    policy = setting(config, "stack_keep", "stacks_keep", "never").strip() or "never"
+    if policy not in KEEP_POLICIES:
+        raise pytest.UsageError(f"pytest-stacks: the ini option stacks_keep is {policy!r}; use "
+                                f"{' or '.join(KEEP_POLICIES)}")
+    return policy
+
+
+def _to_keep(config: pytest.Config, current: State) -> list[str]:
+    """Under ``--stack-keep=on-failure``: the stacks on which a test failed or an
+    infrastructure error happened (a person looks at them; ``pytest-stacks down`` ends them)."""
+    if keep_policy(config) != "on-failure":
+        return []
+    failing = set(current.infra)
+    if current.outcomes is not None:
+        failing |= {name for name, cases in current.outcomes.cases.items()
+                    if any(c.final() in ("failed", "infra") for c in cases.values())}
+    return sorted(failing)
 
 
 def _judged(current: State) -> bool:

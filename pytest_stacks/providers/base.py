@@ -4,7 +4,7 @@ running stack that cross processes (:class:`StackInfo`)."""
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -17,16 +17,20 @@ from pytest_stacks.transports import Transport
 
 @dataclass(frozen=True)
 class RunContext:
+    """``keeps``: the run's stacks outlive it (``pytest-stacks up``); it borrows nothing."""
+
     run_id: str
     run_dir: Path
     owner_pid: int
     owner_start: str
     lane: str = "pinned"  # or "canary": float to the stack's canary references
+    keeps: bool = False
 
     @classmethod
-    def for_this_process(cls, run_id: str, run_dir: Path, lane: str = "pinned") -> RunContext:
+    def for_this_process(cls, run_id: str, run_dir: Path, lane: str = "pinned", *,
+                         keeps: bool = False) -> RunContext:
         pid = os.getpid()
-        return cls(run_id, run_dir, pid, process_start_time(pid), lane)
+        return cls(run_id, run_dir, pid, process_start_time(pid), lane, keeps)
 
     def labels(self, stack: str) -> dict[str, str]:
         return owner_labels(self.run_id, stack, self.owner_pid, self.owner_start)
@@ -128,9 +132,14 @@ class Provider(Protocol):
         may borrow it."""
         ...
 
-    def sweep_run(self, ctx: RunContext) -> list[str]:
+    def sweep_run(self, ctx: RunContext, keep: Collection[str] = ()) -> list[str]:
         """The teardown's safety net: remove what an interrupted bring-up of this run created
-        before it was recorded. Returns what could not be removed."""
+        before it was recorded, except the stacks named in ``keep`` (kept for a person to
+        look at). Returns what could not be removed."""
+        ...
+
+    def reach(self, stack: Stack, info: StackInfo) -> str:
+        """How a person reaches a kept stack, as commands to paste (one line)."""
         ...
 
     def health(self, stack: Stack, info: StackInfo) -> tuple[str, str]:

@@ -17,6 +17,7 @@ import re
 import socket
 import tempfile
 import time
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
@@ -355,8 +356,18 @@ class ComposeProvider:
                 + "; ".join(left or ["containers remain"])
                 + (f"\ncompose down said: {_tail(result.stderr)}" if result.returncode else ""))
 
-    def sweep_run(self, ctx: RunContext) -> list[str]:
-        return reaper.sweep_run(ctx.run_id)
+    def sweep_run(self, ctx: RunContext, keep: Collection[str] = ()) -> list[str]:
+        return reaper.sweep_run(ctx.run_id, exclude=keep)
+
+    def reach(self, stack: Stack, info: StackInfo) -> str:
+        """The service container's shell; over ssh, the route users take; a kubeconfig."""
+        assert stack.compose is not None
+        ways = [f"docker exec -it {info.container[:12]} bash"]
+        if "kubeconfig" in info.endpoints:
+            ways.append(f"KUBECONFIG={info.endpoints['kubeconfig']} kubectl get pods -A")
+        if stack.transport == "ssh":
+            ways.append(ssh_access.command_line(info.endpoints))
+        return "; or ".join(ways)
 
     def health(self, stack: Stack, info: StackInfo) -> tuple[str, str]:
         """A container of the stack (any of them: a jump host or a compute node counts) that

@@ -6,6 +6,8 @@ real driver through the same seam as the real daemons.
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 from pytest_stacks.manifest import Stack
 from pytest_stacks.providers import fake_factory
 from pytest_stacks.providers.base import Attached, RunContext, StackInfo
@@ -35,5 +37,8 @@ class FakeProvider:
     def health(self, stack: Stack, info: StackInfo) -> tuple[str, str]:
         return "", ""  # in-process, or nothing of ours outside the API server to watch
 
-    def sweep_run(self, ctx: RunContext) -> list[str]:
+    def sweep_run(self, ctx: RunContext, keep: Collection[str] = ()) -> list[str]:
         return []
+
+    def reach(self, stack: Stack, info: StackInfo) -> str:
+        return "an in-process double ends with its process: nothing to reach"

@@ -29,7 +29,7 @@ import shlex
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -142,7 +142,7 @@ class KindProvider:
         kind_owners.reap(self._run, ctx.run_dir.parent)  # clusters of dead runs first
         kind_owners.record_owner(ctx.run_dir.parent, name, run_id=ctx.run_id,
                                  pid=ctx.owner_pid, start=ctx.owner_start,
-                                 kind=tools / "bin/kind")
+                                 kind=tools / "bin/kind", stack=stack.name)
         # The cluster's own network, made before kind (which then uses it) and labelled with
         # the run and its owner: whoever finds it after a crash knows whose it is, whatever
         # the run directory, and the reaper removes the nodes on it with it.
@@ -358,8 +358,14 @@ class KindProvider:
                     (ready.stderr or ready.stdout)[-2000:])
         return "", ""
 
-    def sweep_run(self, ctx: RunContext) -> list[str]:
-        return kind_owners.reap(self._run, ctx.run_dir.parent, only_run=ctx.run_id)
+    def sweep_run(self, ctx: RunContext, keep: Collection[str] = ()) -> list[str]:
+        return kind_owners.reap(self._run, ctx.run_dir.parent, only_run=ctx.run_id,
+                                except_stacks=keep)
+
+    def reach(self, stack: Stack, info: StackInfo) -> str:
+        kubectl = info.endpoints.get("kubectl", "kubectl")
+        return (f"KUBECONFIG={info.endpoints['kubeconfig']} {kubectl} get pods -A; or docker "
+                f"exec -it {info.project}-control-plane bash")
 
 
 class _NoTransport:

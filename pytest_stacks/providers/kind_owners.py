@@ -15,10 +15,11 @@ from __future__ import annotations
 
 import json
 import subprocess
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from pytest_stacks import places
 from pytest_stacks.providers.labels import owner_alive
 
 Runner = Callable[[Sequence[str], float], subprocess.CompletedProcess[str]]
@@ -31,10 +32,11 @@ def owner_file(root: Path, cluster: str) -> Path:
 
 
 def record_owner(root: Path, cluster: str, *, run_id: str, pid: int, start: str,
-                 kind: Path) -> None:
+                 kind: Path, stack: str) -> None:
     path = owner_file(root, cluster)
     path.parent.mkdir(mode=0o700, exist_ok=True)
-    path.write_text(json.dumps({"run": run_id, "pid": pid, "start": start, "kind": str(kind)}))
+    path.write_text(json.dumps({"run": run_id, "pid": pid, "start": start, "kind": str(kind),
+                                "stack": stack}))
 
 
 @dataclass(frozen=True)
@@ -47,6 +49,7 @@ class Owned:
     pid: int
     start: str
     kind: str
+    stack: str = ""
 
 
 def records(root: Path) -> tuple[list[Owned], list[str]]:
@@ -56,7 +59,8 @@ def records(root: Path) -> tuple[list[Owned], list[str]]:
         try:
             data = json.loads(path.read_text())
             found.append(Owned(path.stem, path, str(data["run"]), int(data["pid"]),
-                               str(data["start"]), str(data.get("kind") or "kind")))
+                               str(data["start"]), str(data.get("kind") or "kind"),
+                               str(data.get("stack") or "")))
         except (OSError, ValueError, KeyError, TypeError) as exc:
             problems.append(f"kind cluster {path.stem}: its owner record {path} cannot be "
                             f"read ({exc}); check the cluster by hand (`kind get clusters`) "
@@ -64,19 +68,25 @@ def records(root: Path) -> tuple[list[Owned], list[str]]:
     return found, problems
 
 
+def _dead(owned: list[Owned]) -> list[Owned]:
+    """The clusters whose run is neither alive nor kept (`pytest-stacks up`, --stack-keep)."""
+    kept = places.kept_runs()
+    return [o for o in owned if o.run not in kept and not owner_alive(o.pid, o.start)]
+
+
 def dead(root: Path) -> list[Owned]:
     """Our clusters whose owning run is dead (what :func:`reap` deletes)."""
-    owned, _ = records(root)
-    return [o for o in owned if not owner_alive(o.pid, o.start)]
+    return _dead(records(root)[0])
 
 
-def reap(runner: Runner, root: Path, only_run: str | None = None) -> list[str]:
-    """Delete our clusters whose owner is dead (or, with ``only_run``, that run's clusters),
-    each with its own docker network, and prove each gone. Returns what could not be removed
-    (and records that could not be read)."""
+def reap(runner: Runner, root: Path, only_run: str | None = None,
+         except_stacks: Collection[str] = ()) -> list[str]:
+    """Delete our clusters whose owner is dead (or, with ``only_run``, that run's clusters but
+    those of ``except_stacks``, kept), each with its own docker network, and prove each gone.
+    Returns what could not be removed (and records that could not be read)."""
     owned, problems = records(root)
-    chosen = [o for o in owned if o.run == only_run] if only_run is not None else [
-        o for o in owned if not owner_alive(o.pid, o.start)]
+    chosen = [o for o in owned if o.run == only_run and o.stack not in except_stacks] \
+        if only_run is not None else _dead(owned)
     for cluster in chosen:
         problem = delete(runner, cluster.kind, cluster.cluster)
         if problem:

@@ -13,10 +13,6 @@ LABEL_OWNER_PID = f"{LABEL_PREFIX}.owner-pid"
 LABEL_OWNER_START = f"{LABEL_PREFIX}.owner-start"
 LABEL_OWNER_HOST = f"{LABEL_PREFIX}.owner-host"
 
-KEEP_MARK = "keep"
-"""The owner start time of a stack kept by ``pytest-stacks up``: alive until ``down``."""
-
-
 def process_start_time(pid: int) -> str:
     """The kernel's start time of ``pid`` (clock ticks since boot), or "" if it is gone.
 
@@ -41,8 +37,6 @@ def owner_alive(pid: int, start: str) -> bool:
     time). Without /proc (macOS), only the pid can be checked, and a doubt counts as alive:
     reaping a live run's stack is worse than leaving a dead one for later.
     """
-    if start == KEEP_MARK:
-        return True
     if pid <= 0:
         return False
     current = process_start_time(pid)

@@ -14,16 +14,15 @@ from __future__ import annotations
 import contextlib
 import os
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from docker.errors import NotFound
 
-from pytest_stacks import dockerutil
+from pytest_stacks import dockerutil, places
 from pytest_stacks.providers import kind_owners
 from pytest_stacks.providers.labels import (
-    KEEP_MARK,
     LABEL_OWNER_HOST,
     LABEL_OWNER_PID,
     LABEL_OWNER_START,
@@ -48,9 +47,11 @@ class RunResources:
         return len(self.containers) + len(self.networks) + len(self.volumes)
 
 
-def owner_alive(labels: dict[str, str]) -> bool:
-    if labels.get(LABEL_OWNER_START) == KEEP_MARK:
-        return True  # `pytest-stacks up`: kept until `pytest-stacks down`
+def owner_alive(labels: dict[str, str], kept: Collection[str] = ()) -> bool:
+    """Whether the run owning these resources is alive, or kept (``kept``: the kept runs' ids,
+    :func:`pytest_stacks.places.kept_runs`), so they are not a dead run's to reap."""
+    if labels.get(LABEL_RUN) in kept:
+        return True  # `pytest-stacks up`, --stack-keep: kept until `pytest-stacks down`
     if labels.get(LABEL_OWNER_HOST, os.uname().nodename) != os.uname().nodename:
         return True  # another host's run (shared engine): not ours to judge
     try:
@@ -139,8 +140,9 @@ def reap_dead(*, dry_run: bool = False, keep_run: str | None = None
     """Remove every resource of runs whose owner is dead (never ``keep_run``, the caller's own).
     Returns what was (or would be) reaped, and what could not be removed."""
     reaped, problems = {}, []
+    kept = places.kept_runs()
     for run_id, resources in inventory().items():
-        if run_id == keep_run or owner_alive(resources.labels):
+        if run_id == keep_run or owner_alive(resources.labels, kept):
             continue
         reaped[run_id] = resources
         if not dry_run:
@@ -148,24 +150,30 @@ def reap_dead(*, dry_run: bool = False, keep_run: str | None = None
     return reaped, problems
 
 
-def sweep_run(run_id: str, stack: str | None = None) -> list[str]:
-    """Remove what one run (optionally one stack of it) still holds, and prove it gone; the
-    teardown's safety net. Returns what could not be removed or proven removed."""
+def sweep_run(run_id: str, stack: str | None = None, *,
+              exclude: Collection[str] = ()) -> list[str]:
+    """Remove what one run (optionally one stack of it; never the stacks in ``exclude``, kept
+    for a person to look at) still holds, and prove it gone; the teardown's safety net.
+    Returns what could not be removed or proven removed."""
     try:
         found = inventory(run_id).values()
     except Exception as exc:
         return [f"run {run_id}: cannot list its resources to remove them: {exc}"]
+
+    def wanted(labels: dict[str, str] | None) -> bool:
+        name = (labels or {}).get(LABEL_STACK)
+        return (stack is None or name == stack) and name not in exclude
+
     left: list[str] = []
     for resources in found:
-        if stack is not None:
+        if stack is not None or exclude:
             resources.networks = [n for n in resources.networks
-                                  if (n.attrs.get("Labels") or {}).get(LABEL_STACK) == stack]
+                                  if wanted(n.attrs.get("Labels"))]
             clusters = {n.name for n in resources.networks}
             resources.containers = [c for c in resources.containers
-                                    if c.labels.get(LABEL_STACK) == stack
+                                    if wanted(c.labels)
                                     or c.labels.get(KIND_CLUSTER_LABEL) in clusters]
-            resources.volumes = [v for v in resources.volumes
-                                 if (v.attrs.get("Labels") or {}).get(LABEL_STACK) == stack]
+            resources.volumes = [v for v in resources.volumes if wanted(v.attrs.get("Labels"))]
         left.extend(remove(resources))
     return left
 

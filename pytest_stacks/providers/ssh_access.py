@@ -98,3 +98,16 @@ def transport(endpoints: Mapping[str, str]) -> SshTransport:
     data: dict[str, Any] = json.loads(endpoints[ENDPOINT])
     return SshTransport([Hop.from_json(h) for h in data["hops"]], Path(data["key"]),
                         Path(data["known_hosts"]))
+
+
+def command_line(endpoints: Mapping[str, str]) -> str:
+    """The ``ssh`` command a person pastes to reach the login node the way the tests did: the
+    run's key, its pinned known_hosts, every jump host."""
+    data: dict[str, Any] = json.loads(endpoints[ENDPOINT])
+    hops = [Hop.from_json(h) for h in data["hops"]]
+    options = (f"-i {data['key']} -o UserKnownHostsFile={data['known_hosts']} "
+               f"-o StrictHostKeyChecking=yes")
+    jumps = ",".join(f"{h.user}@{h.host}:{h.port}" for h in hops[:-1])
+    last = hops[-1]
+    return (f"ssh {options}" + (f" -J {jumps}" if jumps else "")
+            + f" -p {last.port} {last.user}@{last.host}")

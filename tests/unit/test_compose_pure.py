@@ -12,7 +12,6 @@ from pytest_stacks.providers.base import RunContext
 from pytest_stacks.providers.compose import _failed_step
 from pytest_stacks.providers.images import content_tag
 from pytest_stacks.providers.labels import (
-    KEEP_MARK,
     LABEL_OWNER_HOST,
     LABEL_OWNER_PID,
     LABEL_OWNER_START,
@@ -62,10 +61,13 @@ def test_this_process_is_alive_and_a_dead_or_reused_pid_is_not() -> None:
 
 
 def test_kept_stacks_and_other_hosts_are_never_reaped() -> None:
+    """Kept-ness is a record of its own (places.kept_runs), whatever the owner's labels say:
+    a stack kept by `pytest-stacks up` or --stack-keep outlives its dead owner."""
     me = RunContext.for_this_process("r", Path("/tmp/x")).labels("s")
-    assert reaper.owner_alive({**me, LABEL_OWNER_PID: "0", LABEL_OWNER_START: KEEP_MARK})
-    assert reaper.owner_alive({**me, LABEL_OWNER_PID: "999999999",
-                               LABEL_OWNER_HOST: "another-host"})
+    dead = {**me, LABEL_OWNER_PID: "999999999"}
+    assert not reaper.owner_alive(dead)
+    assert reaper.owner_alive(dead, kept={"r"})
+    assert reaper.owner_alive({**dead, LABEL_OWNER_HOST: "another-host"})
 
 
 class _Thing:

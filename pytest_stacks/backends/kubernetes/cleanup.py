@@ -56,6 +56,19 @@ def prove_cleanup(api: KubeApi, identities: Iterable[Identity], namespace: str,
         return cleanup_problems(api, recorded, namespace, labels)
 
 
+def delete_namespace(api: KubeApi, namespace: str, run_id: str, recorded: list[Identity], *,
+                     timeout: float) -> list[str]:
+    """Delete a run's namespace (foreground: the namespace controller deletes everything in
+    it first) and prove it gone, with every recorded object; what is left, one line each."""
+    found = api.get("Namespace", None, namespace)
+    if found is not None:
+        uid = str(meta(found).get("uid"))
+        recorded = [*recorded, Identity("Namespace", "", namespace, uid)]
+        if not meta(found).get("deletionTimestamp"):
+            api.delete("Namespace", None, namespace, propagation="Foreground", uid=uid)
+    return prove_cleanup(api, recorded, namespace, {LABEL_RUN: run_id}, timeout=timeout)
+
+
 def _contents(api: KubeApi, namespace: str) -> dict[str, str]:
     return {f"{kind}/{meta(o).get('name')}": str(meta(o).get("uid"))
             for kind in RUN_KINDS for o in api.list(kind, namespace)}

@@ -15,7 +15,6 @@ instead of waiting forever.
 
 from __future__ import annotations
 
-import json
 import re
 import secrets
 import time
@@ -23,27 +22,21 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from pytest_stacks.backends.kubernetes import objects
 from pytest_stacks.backends.kubernetes.api import (
     JOB_NAME_LABEL,
-    LABEL_RUN,
-    MPI_JOB_NAME_LABEL,
-    MPI_ROLE_LABEL,
     ApiError,
     KubeApi,
     Obj,
     meta,
 )
-from pytest_stacks.backends.kubernetes.cleanup import prove_cleanup
+from pytest_stacks.backends.kubernetes.cleanup import delete_namespace
+from pytest_stacks.backends.kubernetes.diagnostics import describe
 from pytest_stacks.backends.kubernetes.identities import (
-    OPERATOR_OBJECTS,
-    ROLE_JOB,
-    ROLE_LAUNCHER_POD,
-    ROLE_WORKER,
     Identity,
     identity_of,
+    observe,
 )
 from pytest_stacks.backends.kubernetes.namespaces import ensure_namespace
 from pytest_stacks.backends.kubernetes.objects import conditions, terminated
@@ -348,24 +341,6 @@ class KubernetesClient:
 
     # ------------------------------------------------------------ identities
 
-    def _observe(self, rec: _Record) -> list[Identity]:
-        obj = self._api.get(rec.kind, self.namespace, rec.name)
-        if obj is None:
-            return []
-        found = [identity_of(obj, role=ROLE_JOB, job=rec.name)]
-        if rec.kind != "MPIJob":
-            return found
-        for role, (kind, suffix) in OPERATOR_OBJECTS.items():
-            child = self._api.get(kind, self.namespace, rec.name + suffix)
-            if child is not None:
-                found.append(identity_of(child, role=role, job=rec.name))
-        workers = self._api.list("Pod", self.namespace,
-                                 {MPI_JOB_NAME_LABEL: rec.name, MPI_ROLE_LABEL: "worker"})
-        found += [identity_of(p, role=ROLE_WORKER, job=rec.name) for p in workers]
-        launchers = self._api.list("Pod", self.namespace, {JOB_NAME_LABEL: f"{rec.name}-launcher"})
-        found += [identity_of(p, role=ROLE_LAUNCHER_POD, job=rec.name) for p in launchers]
-        return found
-
     def identities(self, handles: Sequence[JobHandle] | None = None) -> list[Identity]:
         """Every object of these jobs (all jobs when None) as it is now: what the driver
         created and what the operator and the Job controller created for it."""
@@ -374,7 +349,7 @@ class KubernetesClient:
         found: list[Identity] = []
         with self._whole_call("identities"):
             for rec in recs:
-                found += self._observe(rec)
+                found += observe(self._api, self.namespace, rec.kind, rec.name)
         for ident in found:
             self._seen.setdefault(ident.key, ident)
         return found
@@ -386,26 +361,12 @@ class KubernetesClient:
     # ------------------------------------------------------------ diagnostics
 
     def describe_jobs(self, handles: Sequence[JobHandle]) -> str:
+        """What the API server holds about these jobs (objects, launcher pod, events)."""
         try:
-            return "\n".join(self._describe(handle) for handle in handles)
+            return "\n".join(describe(self._api, self.namespace, self._record(handle), handle,
+                                       self.launcher_pod) for handle in handles)
         except (ApiError, BackendCallError) as exc:
             return f"(the API server did not answer: {exc})"
-
-    def _describe(self, handle: JobHandle) -> str:
-        rec = self._record(handle)
-        if rec is None:
-            return f"== {handle.job_id}: not submitted by this client"
-        lines = [f"== {rec.kind} {self.namespace}/{rec.name} (submitted uid {rec.uid})"]
-        obj = self._api.get(rec.kind, self.namespace, rec.name)
-        launcher = self.launcher_pod(rec.name) if rec.kind == "MPIJob" else None
-        lines.append(_dump(obj) if obj is not None else "(object gone)")
-        if launcher is not None:
-            lines.append(f"-- launcher pod\n{_dump(launcher)}")
-        for name in [rec.name, *([meta(launcher)["name"]] if launcher else [])]:
-            for event in self._api.events(self.namespace, name):
-                lines.append(f"event {name}: {event.get('type')} {event.get('reason')}: "
-                             f"{event.get('message')} (x{event.get('count', 1)})")
-        return "\n".join(lines)
 
     # ------------------------------------------------------------ the end of a run
 
@@ -415,25 +376,11 @@ class KubernetesClient:
         one line each, or []. Called once per run by its owner at teardown, also on a control
         plane that stays up (kept by ``pytest-stacks up``, or a site's own cluster)."""
         with self._whole_call(f"delete namespace {self.namespace}"):
-            found = self._api.get("Namespace", None, self.namespace)
-            recorded = self.recorded_identities()
-            if found is not None:
-                uid = str(meta(found).get("uid"))
-                recorded.append(Identity("Namespace", "", self.namespace, uid))
-                if not meta(found).get("deletionTimestamp"):
-                    self._api.delete("Namespace", None, self.namespace,
-                                     propagation="Foreground", uid=uid)
-            return prove_cleanup(self._api, recorded, self.namespace,
-                                 {LABEL_RUN: self.run_id}, timeout=timeout)
+            return delete_namespace(self._api, self.namespace, self.run_id,
+                                    self.recorded_identities(), timeout=timeout)
 
     def close(self) -> None:
         self._api.close()
-
-
-def _dump(obj: Obj) -> str:
-    shown: dict[str, Any] = {k: v for k, v in obj.items() if k != "metadata"}
-    shown["metadata"] = {k: v for k, v in meta(obj).items() if k != "managedFields"}
-    return json.dumps(shown, indent=1, sort_keys=True, default=str)[:8000]
 
 
 def _dns_suffix(run_id: str) -> str:

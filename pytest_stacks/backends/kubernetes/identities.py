@@ -12,7 +12,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pytest_stacks.backends.kubernetes.api import meta
+from pytest_stacks.backends.kubernetes.api import (
+    JOB_NAME_LABEL,
+    MPI_JOB_NAME_LABEL,
+    MPI_ROLE_LABEL,
+    KubeApi,
+    meta,
+)
 
 ROLE_JOB = "job"
 ROLE_WORKER = "worker"
@@ -114,3 +120,24 @@ def check_ownership(identities: Iterable[Identity],
     problems += [f"{i.kind} {i.namespace}/{i.name}: uid changed from {first[i.key]} to {i.uid}"
                  for i in current if i.key in first and first[i.key] != i.uid]
     return problems
+
+
+def observe(api: KubeApi, namespace: str, kind: str, name: str) -> list[Identity]:
+    """Every object of one job as the API server holds it now: the job's own object and, for
+    an MPIJob, what the operator made for it (Service, ConfigMap, Secret, launcher Job, worker
+    pods) and the launcher pod the Job controller made."""
+    obj = api.get(kind, namespace, name)
+    if obj is None:
+        return []
+    found = [identity_of(obj, role=ROLE_JOB, job=name)]
+    if kind != "MPIJob":
+        return found
+    for role, (child_kind, suffix) in OPERATOR_OBJECTS.items():
+        child = api.get(child_kind, namespace, name + suffix)
+        if child is not None:
+            found.append(identity_of(child, role=role, job=name))
+    workers = api.list("Pod", namespace, {MPI_JOB_NAME_LABEL: name, MPI_ROLE_LABEL: "worker"})
+    found += [identity_of(p, role=ROLE_WORKER, job=name) for p in workers]
+    launchers = api.list("Pod", namespace, {JOB_NAME_LABEL: f"{name}-launcher"})
+    found += [identity_of(p, role=ROLE_LAUNCHER_POD, job=name) for p in launchers]
+    return found

@@ -1,0 +1,103 @@
+"""The compatibility table as data: a row per stack, a cell per capability, the problems that
+keep it from being green. :mod:`.merge` builds it from results files; :mod:`.render` writes it
+as Markdown, HTML or JSON."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Failure:
+    nodeid: str
+    outcome: str
+    message: str
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One capability on one stack. ``status``: a capability status, or ``missing`` (no
+    results for the stack) or ``unreported`` (results without this capability)."""
+
+    status: str
+    passed: int = 0
+    failed: int = 0
+    skipped: int = 0
+    infra: int = 0
+    failures: tuple[Failure, ...] = ()
+
+    @property
+    def ran(self) -> int:
+        return self.passed + self.failed + self.infra
+
+    @property
+    def text(self) -> str:
+        """``pass 3``, ``fail 1/4``, ``pass 2 · 1 skipped``: the status, how many tests the
+        claim rests on, and how many tests requiring it were skipped at run time (on an
+        offered capability those prove nothing, and a cell must not hide them)."""
+        shown = {"pass": f"pass {self.passed}", "fail": f"fail {self.failed}/{self.ran}",
+                 "infra": f"infra {self.infra}/{self.ran}", "unproven": "unproven",
+                 "not-offered": "not offered", "missing": "no result",
+                 "unreported": "not reported"}.get(self.status, self.status)
+        if self.skipped and self.status in ("pass", "fail", "infra", "unproven"):
+            shown += f" · {self.skipped} skipped"
+        return shown
+
+
+@dataclass(frozen=True)
+class Row:
+    """One stack. ``verdict``: the stack verdict, or ``missing`` when no job reported it."""
+
+    stack: str
+    backend: str
+    version: str
+    role: str
+    lane: str
+    provider: str
+    transport: str
+    configuration: str
+    fake: bool
+    verdict: str
+    source: str | None = None
+    run_id: str | None = None
+    observed_daemon: str = ""
+    observed_client: str = ""
+    startup_s: float | None = None
+    infra: str | None = None
+    cells: Mapping[str, Cell] = field(default_factory=dict)
+    problems: tuple[str, ...] = ()
+
+    @property
+    def observed(self) -> str:
+        """The daemon version the stack reported, and for a fake what that is worth: a double
+        echoes its pin, so its "observed" version proves nothing about a daemon."""
+        if not self.observed_daemon:
+            return ""
+        return f"{self.observed_daemon} (pinned, simulated)" if self.fake \
+            else self.observed_daemon
+
+
+@dataclass(frozen=True)
+class Expected:
+    """The rows a lane must cover (``ci.row`` dicts) and where they came from."""
+
+    lane: str
+    rows: tuple[Mapping[str, Any], ...]
+    source: str
+
+
+@dataclass(frozen=True)
+class Compatibility:
+    title: str
+    lane: str | None
+    capabilities: tuple[str, ...]
+    rows: tuple[Row, ...]
+    problems: tuple[str, ...]
+    sources: tuple[str, ...]
+
+    @property
+    def green(self) -> bool:
+        """Exact coverage, every row passed, nothing else wrong; an empty table never is."""
+        return bool(self.rows) and not self.problems
