@@ -371,3 +371,39 @@ def test_a_worker_that_dies_fails_the_run_by_name_and_leaks_nothing(tmp_path: Pa
     assert _resources(proc.pid) == [], "the controller must tear the stack down once"
     downs = out.count("teardown not proven")
     assert downs == 0, out[-3000:]
+
+
+def test_a_stack_a_test_failed_on_is_kept_on_request_until_down(tmp_path: Path) -> None:
+    """--stack-keep=on-failure: the stack stays up and reachable as the run says, a later
+    run's reaper leaves it alone, and `pytest-stacks down NAME` ends it, proven."""
+    work = tmp_path / "failing"
+    cmd = [*_project(work, "def test_fails(backend, stack):\n    assert False, 'look'\n"),
+           f"--stack={STACK}", "--stack-keep=on-failure"]
+    failed = subprocess.run(cmd, cwd=work, capture_output=True, text=True, timeout=600,
+                            check=False)
+    assert failed.returncode == 1, failed.stdout[-3000:]
+    [line] = [ln for ln in failed.stdout.splitlines() if f"{STACK} is kept" in ln]
+    assert f"End it: pytest-stacks down {STACK}" in line
+    found = re.search(r"docker exec -it (\S+) bash", line)
+    assert found, line
+    container = found.group(1)
+    reach = subprocess.run(["docker", "exec", container, "sinfo", "-V"], capture_output=True,
+                           text=True, check=False)
+    assert reach.returncode == 0 and "slurm" in reach.stdout, reach
+    later = tmp_path / "later"
+    ok = subprocess.run([*_project(later, "def test_ok(backend):\n    pass\n"),
+                         f"--stack={STACK}"], cwd=later, capture_output=True, text=True,
+                        timeout=600, check=False)
+    assert ok.returncode == 0, ok.stdout[-3000:]
+    still = subprocess.run(["docker", "inspect", "-f", "{{.State.Running}}", container],
+                           capture_output=True, text=True, check=False)
+    assert still.stdout.strip() == "true", "a later run's reaper removed a kept stack"
+    down = subprocess.run([str(Path(sys.executable).parent / "pytest-stacks"), "--manifest",
+                           str(REPO / "manifest.yaml"), "down", STACK], cwd=REPO,
+                          capture_output=True, text=True, timeout=300, check=False)
+    assert down.returncode == 0, down.stdout + down.stderr
+    assert "ended run" in down.stdout
+    gone = subprocess.run(["docker", "ps", "-aq", "--filter", f"label={RUN_LABEL}",
+                           "--filter", f"label=io.pytest-stacks.stack={STACK}"],
+                          capture_output=True, text=True, check=True)
+    assert gone.stdout.split() == [], "down left containers of the kept stack"
