@@ -258,18 +258,26 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int,
 
 
 def _infra_section(tr: Any) -> None:
+    """One paragraph per broken stack: its reason and its logs once, how many tests it cost
+    (listed under -v), never the same error once per test."""
     infra_reports = tr.stats.get("infra", [])
     if not infra_reports:
         return
     tr.section("stack infrastructure errors (not test failures)", red=True)
-    shown: set[str] = set()
+    by_stack: dict[str, list[Any]] = {}
     for rep in infra_reports:
-        name = dict(rep.user_properties).get(PROP_STACK, "?")
-        tr.write_line(f"{rep.nodeid}: {rep.longrepr}")
-        if name in shown:
-            continue
-        shown.add(name)
-        for title, content in rep.sections:
+        by_stack.setdefault(str(dict(rep.user_properties).get(PROP_STACK, "?")), []).append(rep)
+    for name, reports in by_stack.items():
+        reasons = dict.fromkeys(str(dict(r.user_properties).get(PROP_INFRA, r.longrepr))
+                                for r in reports)
+        tr.write_sep("-", f"stack {name}: {len(reports)} test(s) hit an infrastructure error")
+        for reason in reasons:
+            tr.write_line(f"{INFRA_PREFIX}: stack {name!r}: {reason}", red=True)
+        if tr.config.get_verbosity() > 0:
+            for rep in reports:
+                tr.write_line(f"  {rep.nodeid}")
+        first = reports[0]
+        for title, content in first.sections:
             if title.startswith(f"stack {name}"):
                 tr.write_sep("-", title)
                 tr.write_line(content[-8000:])

@@ -420,3 +420,30 @@ def test_tests_about_other_backends_or_transports_are_deselected_not_skipped(
     result = project.runpytest("test_typo.py", "--stack=fake-slurm")
     result.stdout.fnmatch_lines(["*for_transport names unknown transport(s) ?'sssh'?; known:*"])
     assert result.ret != 0
+
+
+def test_one_broken_stack_is_said_once_with_its_tests_counted(project: pytest.Pytester) -> None:
+    """Three tests on a stack that never came up: one reason, one count (the tests named
+    under -v), not three copies of the same paragraph."""
+    project.makepyfile(test_three=textwrap.dedent("""
+        def test_a(backend):
+            pass
+
+        def test_b(backend):
+            pass
+
+        def test_c(backend):
+            pass
+    """))
+    quiet = project.runpytest("test_three.py", "--stack=broken-slurm", "-p", "no:randomly")
+    out = quiet.stdout.str()
+    assert "3 infra" in out.splitlines()[-1], out
+    assert "stack broken-slurm: 3 test(s) hit an infrastructure error" in out, out
+    section = out.split("stack infrastructure errors")[1].split("= pytest-stacks =")[0]
+    assert section.count("functional probe job did not finish") == 1, section
+    assert out.count("functional probe job did not finish") == 2, out  # + the stack's line
+    assert "test_three.py::test_b[broken-slurm]" not in section, section
+    verbose = project.runpytest("test_three.py", "--stack=broken-slurm", "-v", "-p",
+                                "no:randomly")
+    section = verbose.stdout.str().split("stack infrastructure errors")[1]
+    assert "  test_three.py::test_b[broken-slurm]" in section, section
