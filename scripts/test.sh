@@ -3,7 +3,7 @@
 # with a Docker engine also the contract suite on the real stacks and the lifecycle fault tests.
 # A pytest run that collected nothing (exit 5) is a failure, never a pass.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 PY=.venv/bin/python
 RESULTS=.pytest-stacks
 mkdir -p "$RESULTS"
@@ -65,6 +65,15 @@ fi
 run .venv/bin/ruff check pytest_stacks tests bench
 run .venv/bin/mypy pytest_stacks
 run .venv/bin/lint-imports
+# Every shell script (*.sh, or a sh/bash shebang: entrypoints without a suffix, .ci/run) and
+# every Dockerfile; scripts/install-checkers.sh installs shellcheck and hadolint.
+mapfile -t shell_files < <(find stacks scripts .ci -type f -print0 | sort -z \
+    | while IFS= read -r -d '' f; do
+        if [[ $f == *.sh ]] || head -n1 "$f" | grep -qE '^#!.*\b(ba|da)?sh\b'; then echo "$f"; fi
+    done)
+run shellcheck "${shell_files[@]}"
+mapfile -t dockerfiles < <(find stacks -type f -name Dockerfile | sort)
+run .venv/bin/hadolint "${dockerfiles[@]}"
 # In CI a missing checker (Renovate, zizmor, check-jsonschema) fails instead of skipping.
 if [ "${CI:-}" = "true" ]; then export PYTEST_STACKS_REQUIRE_CHECKERS=1; fi
 run "$PY" -m pytest -q -n 2 --stack-results="$RESULTS/results-fakes.json"

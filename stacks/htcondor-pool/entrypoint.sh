@@ -9,7 +9,6 @@
 # of them exits.
 set -euo pipefail
 
-share=/usr/local/share/pytest-stacks/htcondor-pool
 key_dir=/run/pytest-stacks/pool-key
 login_user=submitter
 role=${1:-}
@@ -91,7 +90,7 @@ ssh_setup() {
 }
 
 pids=()
-# shellcheck disable=SC2329  # called by the trap below
+# shellcheck disable=SC2317,SC2329  # called by the trap below (shellcheck 0.9 says SC2317)
 stop() {
     log "stopping"
     kill -TERM "${pids[@]}" 2>/dev/null || true

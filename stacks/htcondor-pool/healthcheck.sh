@@ -26,8 +26,10 @@ case "$role" in
         ;;
     execute)
         out=$(who 'IsReady && STARTD_State =?= "Ready"')
-        has "$out" 'IsReady = true' && has "$out" 'STARTD_State = "Ready"' \
-            || { echo "not ready: $out"; exit 1; }
+        if ! { has "$out" 'IsReady = true' && has "$out" 'STARTD_State = "Ready"'; }; then
+            echo "not ready: $out"
+            exit 1
+        fi
         ;;
     *) echo "unknown role '${role}'"; exit 1 ;;
 esac

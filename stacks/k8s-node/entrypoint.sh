@@ -5,18 +5,18 @@
 # component's log). A fresh PKI is made at every start, so credentials are per run; nothing
 # here is printed but component names and timings.
 set -euo pipefail
-B=/opt/k8s
-S=/opt/pytest-stacks
-D=/var/lib/k8s
-L=/var/log/k8s
-P=$D/pki
-API=https://127.0.0.1:6443
-NODE=pytest-stacks-node
-mkdir -p "$P" "$L"
-T0=$(date +%s%N)
-say() { echo "pytest-stacks: [$(( ($(date +%s%N) - T0) / 1000000 ))ms] $*"; }
-NODE_IP=$(ip -4 -o addr show eth0 | awk '{print $4}' | cut -d/ -f1)
-[ -n "$NODE_IP" ] || { say "no IPv4 address on eth0" >&2; exit 1; }
+# Paths, PKI, kubeconfigs, start/supervise/stop: shared with stacks/k8s-controlplane, mounted
+# by compose.yaml from stacks/k8s-common.
+common=/opt/pytest-stacks/common/control-plane.sh
+[ -r "$common" ] || { echo "pytest-stacks: $common is not mounted (see compose.yaml)" >&2; exit 1; }
+# shellcheck source=SCRIPTDIR/../k8s-common/control-plane.sh
+source "$common"
+node_name=pytest-stacks-node
+mkdir -p "$pki_dir" "$log_dir"
+started_ns=$(date +%s%N)
+say() { echo "pytest-stacks: [$(( ($(date +%s%N) - started_ns) / 1000000 ))ms] $*"; }
+node_ip=$(ip -4 -o addr show eth0 | awk '{print $4}' | cut -d/ -f1)
+[ -n "$node_ip" ] || { say "no IPv4 address on eth0" >&2; exit 1; }
 
 # --- what the kubelet needs of this container ------------------------------------------------
 # Mount propagation for pod volumes; writable cgroup hierarchies (a per-mount remount: a plain
@@ -26,9 +26,9 @@ NODE_IP=$(ip -4 -o addr show eth0 | awk '{print $4}' | cut -d/ -f1)
 # read-only here and the host's values are not ours to change, so files holding the expected
 # values are bind-mounted over those entries, inside this container only.
 mount --make-rshared /
-for m in /sys/fs/cgroup/*; do mount -o remount,bind,rw "$m"; done
+for hierarchy in /sys/fs/cgroup/*; do mount -o remount,bind,rw "$hierarchy"; done
 mkdir -p /run/pytest-stacks-sysctl
-fake_sysctl() {
+fake_sysctl() { # key (as a path under /proc/sys) value
     local file=/run/pytest-stacks-sysctl/${1//\//_}
     echo "$2" > "$file"
     mount --bind "$file" "/proc/sys/$1"
@@ -38,150 +38,84 @@ fake_sysctl kernel/panic 10
 fake_sysctl kernel/panic_on_oops 1
 [ -s /etc/machine-id ] || tr -d - < /proc/sys/kernel/random/uuid > /etc/machine-id
 
-PIDS=()
-start() { # name command...
-    local name=$1
-    shift
-    "$@" > "$L/$name.log" 2>&1 &
-    PIDS+=("$!")
-    say "started $name"
-}
-
-until_ok() { # what seconds command...
-    local what=$1 seconds=$2
-    shift 2
-    for _ in $(seq 1 $((seconds * 5))); do
-        if "$@" > /dev/null 2>&1; then return 0; fi
-        sleep 0.2
-    done
-    say "$what did not come up in ${seconds}s" >&2
-    exit 1
-}
-
 # --- containerd first: importing the images takes longest, the control plane starts meanwhile
 mkdir -p /etc/containerd /etc/cni/net.d
-sed "s#@PAUSE_IMAGE@#docker.io/${K8S_PAUSE_IMAGE:?}#" "$S/containerd.toml" > /etc/containerd/config.toml
-start containerd containerd --config /etc/containerd/config.toml
+sed "s#@PAUSE_IMAGE@#docker.io/${K8S_PAUSE_IMAGE:?}#" "$stack_files_dir/containerd.toml" \
+    > /etc/containerd/config.toml
+start_component containerd containerd --config /etc/containerd/config.toml
 import_images() {
     for _ in $(seq 1 150); do ctr version > /dev/null 2>&1 && break; sleep 0.2; done
-    for tar in "$B"/images/*.tar; do
+    for tar in "$programs_dir"/images/*.tar; do
         ctr -n k8s.io images import "$tar" || return 1
     done
-    ctr -n k8s.io images ls -q > "$D/images"
+    ctr -n k8s.io images ls -q > "$state_dir/images"
 }
-import_images > "$L/image-import.log" 2>&1 &
-IMPORT=$!
+import_images > "$log_dir/image-import.log" 2>&1 &
+image_import_pid=$!
 
 # --- PKI, kubeconfigs --------------------------------------------------------------------------
-sign() { # name subject usage [extra extension line]
-    openssl req -newkey rsa:2048 -nodes -keyout "$1.key" -out "$1.csr" -subj "$2" 2>/dev/null
-    printf 'basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=%s\n%s\n' \
-        "$3" "${4:-}" > "$1.ext"
-    openssl x509 -req -in "$1.csr" -CA ca.crt -CAkey ca.key -CAcreateserial -out "$1.crt" \
-        -days 30 -extfile "$1.ext" 2>/dev/null
-}
-pki() {
-    cd "$P"
-    openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.crt -days 30 \
-        -subj "/CN=pytest-stacks-ca" -addext "basicConstraints=critical,CA:TRUE" \
-        -addext "keyUsage=critical,keyCertSign,cRLSign,digitalSignature" 2>/dev/null
-    sign apiserver "/CN=kube-apiserver" serverAuth \
-        "subjectAltName=IP:127.0.0.1,IP:$NODE_IP,IP:10.0.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc"
-    sign admin "/CN=kubernetes-admin/O=system:masters" clientAuth
-    sign kube-controller-manager "/CN=system:kube-controller-manager" clientAuth
-    sign kube-scheduler "/CN=system:kube-scheduler" clientAuth
-    sign kubelet "/CN=system:node:$NODE/O=system:nodes" clientAuth
-    sign kubelet-serving "/CN=$NODE" serverAuth "subjectAltName=IP:$NODE_IP,DNS:$NODE"
-    sign apiserver-kubelet-client "/CN=kube-apiserver-kubelet-client/O=system:masters" clientAuth
-    sign kube-proxy "/CN=system:kube-proxy" clientAuth
-    sign coredns "/CN=system:pytest-stacks:coredns" clientAuth
-    openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out sa.key 2>/dev/null
-    openssl pkey -in sa.key -pubout -out sa.pub
-    rm -f ./*.csr ./*.ext ca.srl
-    chmod 0600 ./*.key
-    cd /
-}
-
-kubeconfig() { # file user [cert-name | token=TOKEN]
-    local auth
-    if [[ $3 == token=* ]]; then
-        auth="    token: ${3#token=}"
-    else
-        auth="    client-certificate-data: $(base64 -w0 "$P/$3.crt")
-    client-key-data: $(base64 -w0 "$P/$3.key")"
-    fi
-    umask 077
-    cat > "$1" <<KUBECONFIG
-apiVersion: v1
-kind: Config
-clusters:
-- name: pytest-stacks
-  cluster:
-    server: $API
-    certificate-authority-data: $(base64 -w0 "$P/ca.crt")
-users:
-- name: $2
-  user:
-$auth
-contexts:
-- name: pytest-stacks
-  context: {cluster: pytest-stacks, user: $2}
-current-context: pytest-stacks
-KUBECONFIG
-}
-
-pki
-kubeconfig "$D/admin.kubeconfig" admin admin
-for n in kube-controller-manager kube-scheduler kubelet kube-proxy coredns; do
-    kubeconfig "$D/$n.kubeconfig" "$n" "$n"
+make_control_plane_pki "$node_ip"
+sign_certificate kubelet "/CN=system:node:$node_name/O=system:nodes" clientAuth
+sign_certificate kubelet-serving "/CN=$node_name" serverAuth \
+    "subjectAltName=IP:$node_ip,DNS:$node_name"
+sign_certificate apiserver-kubelet-client "/CN=kube-apiserver-kubelet-client/O=system:masters" \
+    clientAuth
+sign_certificate kube-proxy "/CN=system:kube-proxy" clientAuth
+sign_certificate coredns "/CN=system:pytest-stacks:coredns" clientAuth
+finish_pki
+write_kubeconfig "$state_dir/admin.kubeconfig" admin admin
+for component in kube-controller-manager kube-scheduler kubelet kube-proxy coredns; do
+    write_kubeconfig "$state_dir/$component.kubeconfig" "$component" "$component"
 done
-export KUBECONFIG=$D/admin.kubeconfig
-K=$B/kubernetes/bin/kubectl
+export KUBECONFIG=$state_dir/admin.kubeconfig
 say "pki done"
 
 # --- control plane (flags as in stacks/k8s-controlplane, plus what reaches the kubelet) ------
-start etcd "$B/etcd/bin/etcd" --name=pytest-stacks --data-dir="$D/etcd" \
+start_component etcd "$programs_dir/etcd/bin/etcd" --name=pytest-stacks \
+    --data-dir="$state_dir/etcd" \
     --listen-client-urls=http://127.0.0.1:2379 --advertise-client-urls=http://127.0.0.1:2379 \
     --listen-peer-urls=http://127.0.0.1:2380 --initial-advertise-peer-urls=http://127.0.0.1:2380 \
     --initial-cluster=pytest-stacks=http://127.0.0.1:2380 --initial-cluster-state=new \
     --listen-metrics-urls=http://127.0.0.1:2381 --log-level=warn
-until_ok etcd 60 curl -sf http://127.0.0.1:2381/health
+wait_until_ok etcd 60 curl -sf http://127.0.0.1:2381/health
 
-start kube-apiserver "$B/kubernetes/bin/kube-apiserver" \
+start_component kube-apiserver "$programs_dir/kubernetes/bin/kube-apiserver" \
     --etcd-servers=http://127.0.0.1:2379 --bind-address=0.0.0.0 --secure-port=6443 \
-    --advertise-address="$NODE_IP" --service-cluster-ip-range=10.0.0.0/24 \
-    --client-ca-file="$P/ca.crt" --tls-cert-file="$P/apiserver.crt" \
-    --tls-private-key-file="$P/apiserver.key" \
-    --kubelet-client-certificate="$P/apiserver-kubelet-client.crt" \
-    --kubelet-client-key="$P/apiserver-kubelet-client.key" \
+    --advertise-address="$node_ip" --service-cluster-ip-range=10.0.0.0/24 \
+    --client-ca-file="$pki_dir/ca.crt" --tls-cert-file="$pki_dir/apiserver.crt" \
+    --tls-private-key-file="$pki_dir/apiserver.key" \
+    --kubelet-client-certificate="$pki_dir/apiserver-kubelet-client.crt" \
+    --kubelet-client-key="$pki_dir/apiserver-kubelet-client.key" \
     --kubelet-preferred-address-types=InternalIP,Hostname \
     --service-account-issuer=https://kubernetes.default.svc \
-    --service-account-key-file="$P/sa.pub" --service-account-signing-key-file="$P/sa.key" \
+    --service-account-key-file="$pki_dir/sa.pub" \
+    --service-account-signing-key-file="$pki_dir/sa.key" \
     --authorization-mode=Node,RBAC --endpoint-reconciler-type=none
-until_ok kube-apiserver 120 curl -sf --cacert "$P/ca.crt" --cert "$P/admin.crt" \
-    --key "$P/admin.key" "$API/readyz"
+wait_until_ok kube-apiserver 120 curl -sf --cacert "$pki_dir/ca.crt" \
+    --cert "$pki_dir/admin.crt" --key "$pki_dir/admin.key" "$api_url/readyz"
 say "apiserver ready"
 
-start kube-controller-manager "$B/kubernetes/bin/kube-controller-manager" \
-    --kubeconfig="$D/kube-controller-manager.kubeconfig" \
-    --authentication-kubeconfig="$D/kube-controller-manager.kubeconfig" \
-    --authorization-kubeconfig="$D/kube-controller-manager.kubeconfig" \
+start_component kube-controller-manager "$programs_dir/kubernetes/bin/kube-controller-manager" \
+    --kubeconfig="$state_dir/kube-controller-manager.kubeconfig" \
+    --authentication-kubeconfig="$state_dir/kube-controller-manager.kubeconfig" \
+    --authorization-kubeconfig="$state_dir/kube-controller-manager.kubeconfig" \
     --bind-address=127.0.0.1 --secure-port=10257 \
-    --service-account-private-key-file="$P/sa.key" --root-ca-file="$P/ca.crt" \
-    --cluster-signing-cert-file="$P/ca.crt" --cluster-signing-key-file="$P/ca.key" \
+    --service-account-private-key-file="$pki_dir/sa.key" --root-ca-file="$pki_dir/ca.crt" \
+    --cluster-signing-cert-file="$pki_dir/ca.crt" --cluster-signing-key-file="$pki_dir/ca.key" \
     --use-service-account-credentials=true --controllers='*' --leader-elect=false
-start kube-scheduler "$B/kubernetes/bin/kube-scheduler" \
-    --kubeconfig="$D/kube-scheduler.kubeconfig" \
-    --authentication-kubeconfig="$D/kube-scheduler.kubeconfig" \
-    --authorization-kubeconfig="$D/kube-scheduler.kubeconfig" \
+start_component kube-scheduler "$programs_dir/kubernetes/bin/kube-scheduler" \
+    --kubeconfig="$state_dir/kube-scheduler.kubeconfig" \
+    --authentication-kubeconfig="$state_dir/kube-scheduler.kubeconfig" \
+    --authorization-kubeconfig="$state_dir/kube-scheduler.kubeconfig" \
     --bind-address=127.0.0.1 --secure-port=10259 --leader-elect=false
 
 # The operator's release manifest (CRD, namespace, RBAC) from its pinned module; its Deployment
 # is removed because the operator runs here, out of cluster, with exactly that RBAC.
-$K apply --server-side -f "$B/operator/files/mpi-operator.yaml" > "$L/apply.log"
-$K -n mpi-operator delete deployment mpi-operator --wait=false >> "$L/apply.log"
-# CoreDNS reads Services, EndpointSlices, Pods and Namespaces with its own identity.
-$K apply -f - >> "$L/apply.log" <<RBAC
+{
+    "$kubectl" apply --server-side -f "$programs_dir/operator/files/mpi-operator.yaml"
+    "$kubectl" -n mpi-operator delete deployment mpi-operator --wait=false
+    # CoreDNS reads Services, EndpointSlices, Pods and Namespaces with its own identity.
+    "$kubectl" apply -f - <<RBAC
 apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRole
 metadata: {name: "pytest-stacks:coredns"}
@@ -200,33 +134,32 @@ roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: "pytest-
 subjects:
 - {apiGroup: rbac.authorization.k8s.io, kind: User, name: "system:pytest-stacks:coredns"}
 RBAC
-$K wait --for=condition=Established --timeout=60s crd/mpijobs.kubeflow.org >> "$L/apply.log"
-TOKEN=$($K -n mpi-operator create token mpi-operator --duration=48h)
-kubeconfig "$D/operator.kubeconfig" mpi-operator "token=$TOKEN"
-unset TOKEN
+    "$kubectl" wait --for=condition=Established --timeout=60s crd/mpijobs.kubeflow.org
+} > "$log_dir/apply.log"
+operator_token=$("$kubectl" -n mpi-operator create token mpi-operator --duration=48h)
+write_kubeconfig "$state_dir/operator.kubeconfig" mpi-operator "token=$operator_token"
+unset operator_token
 # KUBECONFIG would win over --kubeConfig: the operator gets only its own credentials.
-start mpi-operator env -u KUBECONFIG "$B/operator/bin/mpi-operator" \
-    --kubeConfig="$D/operator.kubeconfig" --lock-namespace=mpi-operator -alsologtostderr
+start_component mpi-operator env -u KUBECONFIG "$programs_dir/operator/bin/mpi-operator" \
+    --kubeConfig="$state_dir/operator.kubeconfig" --lock-namespace=mpi-operator -alsologtostderr
 
 # --- the node ----------------------------------------------------------------------------------
-cp "$S/10-pytest-stacks.conflist" /etc/cni/net.d/
-start coredns "$B/coredns/bin/coredns" -conf "$S/Corefile"
-if ! wait "$IMPORT"; then
+cp "$stack_files_dir/10-pytest-stacks.conflist" /etc/cni/net.d/
+start_component coredns "$programs_dir/coredns/bin/coredns" -conf "$stack_files_dir/Corefile"
+if ! wait "$image_import_pid"; then
     say "importing the images into containerd failed:" >&2
-    tail -n 20 "$L/image-import.log" >&2
+    tail -n 20 "$log_dir/image-import.log" >&2
     exit 1
 fi
-say "images imported: $(tr '\n' ' ' < "$D/images")"
+say "images imported: $(tr '\n' ' ' < "$state_dir/images")"
 mkdir -p /var/lib/kubelet
-sed "s/@NODE_IP@/$NODE_IP/" "$S/kubelet.yaml" > /var/lib/kubelet/config.yaml
-start kubelet "$B/node/bin/kubelet" --config=/var/lib/kubelet/config.yaml \
-    --kubeconfig="$D/kubelet.kubeconfig" --hostname-override="$NODE" --node-ip="$NODE_IP" --v=2
-start kube-proxy "$B/node/bin/kube-proxy" --config="$S/kube-proxy.yaml" --v=2
+sed "s/@NODE_IP@/$node_ip/" "$stack_files_dir/kubelet.yaml" > /var/lib/kubelet/config.yaml
+start_component kubelet "$programs_dir/node/bin/kubelet" --config=/var/lib/kubelet/config.yaml \
+    --kubeconfig="$state_dir/kubelet.kubeconfig" --hostname-override="$node_name" \
+    --node-ip="$node_ip" --v=2
+start_component kube-proxy "$programs_dir/node/bin/kube-proxy" \
+    --config="$stack_files_dir/kube-proxy.yaml" --v=2
 
-touch "$D/started"
+touch "$state_dir/started"
 say "node started"
-set +e
-wait -n "${PIDS[@]}"
-code=$?
-say "a component exited (status $code); stopping" >&2
-exit 1
+supervise

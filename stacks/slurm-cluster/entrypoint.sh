@@ -96,14 +96,17 @@ munge_key() {
     chmod 0400 "$key"
 }
 
+# Slurm's daemons and clients need munged's socket: wait for it (5 s at most) or fail.
 start_munged() {
+    local socket=/run/munge/munge.socket.2
     runuser -u munge -- /usr/sbin/munged --foreground &
     pids+=($!)
     local i
     for i in $(seq 1 50); do
-        [ -S /run/munge/munge.socket.2 ] && break
+        [ -S "$socket" ] && break
         sleep 0.1
     done
+    [ -S "$socket" ] || die "munged did not create its socket $socket within 5 s"
     log "munged started"
 }
 
@@ -149,7 +152,7 @@ work_area() {
 
 # --- Run -------------------------------------------------------------------------
 pids=()
-# shellcheck disable=SC2329  # called by the trap below
+# shellcheck disable=SC2317,SC2329  # called by the trap below (shellcheck 0.9 says SC2317)
 stop() {
     log "stopping"
     kill -TERM "${pids[@]}" 2>/dev/null || true

@@ -74,6 +74,7 @@ chmod 0400 /etc/munge/munge.key
 
 # --- Daemons -----------------------------------------------------------------
 pids=()
+# shellcheck disable=SC2317,SC2329  # called by the trap below (shellcheck 0.9 says SC2317)
 stop() {
     log "stopping"
     kill -TERM "${pids[@]}" 2>/dev/null || true
@@ -92,6 +93,10 @@ for _ in $(seq 1 50); do
     [ -S /run/munge/munge.socket.2 ] && break
     sleep 0.1
 done
+if [ ! -S /run/munge/munge.socket.2 ]; then
+    log "munged did not create its socket /run/munge/munge.socket.2 within 5 s"
+    exit 1
+fi
 log "munged started"
 
 # Foreground (-D) daemons run as children of this script. Their stderr repeats

