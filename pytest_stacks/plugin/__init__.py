@@ -26,8 +26,8 @@ from pytest_stacks.plugin import (
     collection,
     fixtures,
     hookspecs,
+    outcomes,
     reporting,
-    verdicts,
 )
 from pytest_stacks.plugin.state import STATE, State, setting
 from pytest_stacks.plugin.xdist import XdistBridge, controller_run
@@ -81,7 +81,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--stack-results", default=None, metavar="PATH",
                     help="Where the run's results file (JSON, schema pytest-stacks/results v1) "
                          f"goes (default: the 'stacks_results' ini option, else "
-                         f"{verdicts.DEFAULT_RESULTS}; 'none' writes none).")
+                         f"{outcomes.DEFAULT_RESULTS}; 'none' writes none).")
     group.addoption("--stack-keep", choices=reporting.KEEP_POLICIES, default=None,
                     help="'on-failure': a stack on which a test failed or an infrastructure "
                          "error happened is left running for you to look at (how to reach it "
@@ -163,9 +163,9 @@ def pytest_configure(config: pytest.Config) -> None:
     current.pool = StackPool(ctx)
     config.pluginmanager.register(reporting.Tracker(current), "pytest-stacks-tracker")
     if current.owner:
-        verdicts.unproven_policy(config)  # a bad ini value is a usage error now, not at the end
+        outcomes.unproven_policy(config)  # a bad ini value is a usage error now, not at the end
         reporting.keep_policy(config)
-        current.outcomes = verdicts.Outcomes()
+        current.outcomes = outcomes.Outcomes()
         config.pluginmanager.register(
             bringup.BringUp(current, bringup.parallel_setting(config)), "pytest-stacks-bringup")
     if config.pluginmanager.hasplugin("xdist"):

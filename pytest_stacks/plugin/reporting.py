@@ -11,7 +11,7 @@ import pytest
 from pytest_stacks import signals
 from pytest_stacks.errors import INFRA_PREFIX, InfrastructureError, Problem
 from pytest_stacks.manifest import Stack
-from pytest_stacks.plugin import verdicts
+from pytest_stacks.plugin import outcomes
 from pytest_stacks.plugin.fixtures import HANDLES
 from pytest_stacks.plugin.state import (
     PROP_INFRA,
@@ -31,7 +31,7 @@ def pytest_runtest_makereport(item: pytest.Item,
     if stack is None:
         return report
     report.user_properties.append((PROP_STACK, stack.name))
-    report.user_properties.append((verdicts.PROP_REQUIRES, ",".join(verdicts.required(item))))
+    report.user_properties.append((outcomes.PROP_REQUIRES, ",".join(outcomes.required(item))))
     current = state(item.config)
     attached = current.pool.attached(stack.name) if current.pool is not None else None
     if attached is not None:
@@ -162,9 +162,10 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if current.closing_problems or current.infra:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
     if _judged(current) and current.outcomes is not None:
-        document = verdicts.results_document(session.config, current, current.outcomes,
-                                             session.exitstatus)
-        path, problem = verdicts.write(session.config, document)
+        target = outcomes.results_path(session.config)
+        document = outcomes.results(session.config, current, current.outcomes,
+                                    session.exitstatus, str(target or "<results>"))
+        path, problem = outcomes.write(session.config, document)
         if problem:
             current.closing_problems.append(Problem(None, "results", problem))
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
@@ -207,14 +208,14 @@ def _judge_capabilities(config: pytest.Config, current: State) -> None:
     assert current.manifest is not None
     if current.outcomes is None:
         return
-    policy = verdicts.unproven_policy(config)
-    reasons = verdicts.partial_reasons(config, pytest.ExitCode.OK)
+    policy = outcomes.unproven_policy(config)
+    reasons = outcomes.partial_reasons(config, pytest.ExitCode.OK)
     failing = policy == "fail" or (policy == "auto" and not reasons)
     for stack in current.selected:
         if stack.name in current.infra or current.ran[stack.name] == 0:
             continue  # already failing for a reason that explains this one
         table = current.outcomes.capabilities(stack, list(current.manifest.capabilities))
-        for line in verdicts.unproven(stack, table):
+        for line in outcomes.unproven(stack, table):
             found = Problem(stack.name, "unproven", line, failing=failing)
             (current.closing_problems if failing else current.notes).append(found)
     if not failing and any(n.kind == "unproven" for n in current.notes):

@@ -12,8 +12,8 @@ from pytest_stacks.errors import Problem
 from pytest_stacks.lifecycle import StackPool, StackRecord
 from pytest_stacks.manifest import Manifest, Stack
 
-if TYPE_CHECKING:  # verdicts reads the state: a run-time import would be a cycle
-    from pytest_stacks.plugin.verdicts import Outcomes
+if TYPE_CHECKING:  # outcomes reads the state: a run-time import would be a cycle
+    from pytest_stacks.plugin.outcomes import Outcomes
 
 PROP_STACK = "pytest-stacks:stack"
 PROP_INFRA = "pytest-stacks:infra"

@@ -425,9 +425,44 @@ def _stack(s: Mapping[str, Any]) -> StackResult:
 # ---------------------------------------------------------------- writing
 
 
-def dump(doc: Mapping[str, Any], path: str | Path) -> None:
+def to_json(doc: ResultsDoc) -> dict[str, Any]:
+    """The JSON document of a typed one: the inverse of :func:`parse`, so the plugin writes
+    the same model the report reads."""
+    run = doc.run
+    return {
+        "schema": SCHEMA_ID, "schema_version": SCHEMA_VERSION,
+        "run": {"run_id": run.run_id, "lane": run.lane, "ci_lane": run.ci_lane,
+                "started": run.started, "finished": run.finished, "manifest": run.manifest,
+                "partial": run.partial, "partial_reasons": list(run.partial_reasons),
+                "scope": run.scope.to_json(), "pytest_exit": run.pytest_exit,
+                "pytest_stacks_version": run.pytest_stacks_version},
+        "stacks": [_stack_json(s) for s in doc.stacks],
+    }
+
+
+def _stack_json(s: StackResult) -> dict[str, Any]:
+    return {
+        "name": s.name, "backend": s.backend, "version": s.version, "provider": s.provider,
+        "transport": s.transport, "configuration": s.configuration, "role": s.role,
+        "fake": s.fake, "pins": dict(s.pins),
+        "observed": {"daemon": s.observed_daemon, "client": s.observed_client},
+        "startup_s": s.startup_s, "verdict": s.verdict, "infra": s.infra,
+        "problems": list(s.problems),
+        "capabilities": {name: {"offered": c.offered, "status": c.status,
+                                "passed": list(c.passed), "failed": list(c.failed),
+                                "skipped": list(c.skipped), "infra": list(c.infra)}
+                         for name, c in s.capabilities.items()},
+        "tests": [{"nodeid": t.nodeid, "outcome": t.outcome, "duration_s": t.duration_s,
+                   "requires": list(t.requires), "identities": list(t.identities),
+                   "message": t.message} for t in s.tests],
+    }
+
+
+def dump(doc: ResultsDoc | Mapping[str, Any], path: str | Path) -> None:
     """Validate ``doc`` and write it to ``path`` atomically (never a half-written file for a
     report to trip over); raise :class:`ResultsError` without writing anything otherwise."""
+    if isinstance(doc, ResultsDoc):
+        doc = to_json(doc)
     validate(doc, path)
     try:
         text = json.dumps(doc, indent=1, ensure_ascii=False, allow_nan=False) + "\n"
@@ -473,4 +508,4 @@ def write_atomic(path: Path, text: str) -> None:
 __all__ = ["MAX_BYTES", "SCHEMA_ID", "SCHEMA_VERSION", "STATUSES", "VERDICTS", "CapabilityResult",
            "CaseResult", "Outcome", "ResultsDoc", "ResultsError", "RunInfo", "StackResult",
            "Status", "Verdict", "capability_status", "dump", "json_path", "load", "parse",
-           "read_json", "schema", "stack_verdict", "validate", "write_atomic"]
+           "read_json", "schema", "stack_verdict", "to_json", "validate", "write_atomic"]

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, cast
 
 import pytest
 
@@ -30,8 +30,12 @@ from pytest_stacks.errors import StacksError
 from pytest_stacks.manifest import Stack
 from pytest_stacks.plugin.state import PROP_INFRA, PROP_STACK, State, setting
 from pytest_stacks.verdicts.results import (
-    SCHEMA_ID,
-    SCHEMA_VERSION,
+    CapabilityResult,
+    CaseResult,
+    Outcome,
+    ResultsDoc,
+    RunInfo,
+    StackResult,
     capability_status,
     dump,
     stack_verdict,
@@ -171,9 +175,9 @@ class Outcomes:
             case = cases[report.nodeid] = Case(report.nodeid, requires)
         case.add(report, props)
 
-    def capabilities(self, stack: Stack, names: list[str]) -> dict[str, dict[str, Any]]:
+    def capabilities(self, stack: Stack, names: list[str]) -> dict[str, CapabilityResult]:
         cases = list(self.cases.get(stack.name, {}).values())
-        table: dict[str, dict[str, Any]] = {}
+        table: dict[str, CapabilityResult] = {}
         for name in names:
             buckets: dict[str, list[str]] = {"passed": [], "failed": [], "skipped": [],
                                              "infra": []}
@@ -181,27 +185,29 @@ class Outcomes:
                 if name in case.requires:
                     buckets[case.final()].append(case.nodeid)
             offered = name in stack.capabilities
-            table[name] = {"offered": offered, "status": capability_status(
-                offered, len(buckets["passed"]), len(buckets["failed"]),
-                len(buckets["infra"])), **buckets}
+            status = capability_status(offered, len(buckets["passed"]),
+                                       len(buckets["failed"]), len(buckets["infra"]))
+            table[name] = CapabilityResult(offered, status, *(tuple(buckets[b]) for b in (
+                "passed", "failed", "skipped", "infra")))
         return table
 
 
-def unproven(stack: Stack, table: dict[str, dict[str, Any]]) -> list[str]:
+def unproven(stack: Stack, table: dict[str, CapabilityResult]) -> list[str]:
     """The capability lines of the summary, e.g. ``outputs.repeatable unproven (0 tests
     required it)``."""
     lines = []
     for name in sorted(stack.capabilities):
         cap = table[name]
-        if cap["status"] != "unproven":
+        if cap.status != "unproven":
             continue
-        required_by = len(cap["skipped"])
+        required_by = len(cap.skipped)
         lines.append(f"{name} unproven (0 tests required it)" if not required_by else
                      f"{name} unproven (none of the {required_by} test(s) requiring it ran)")
     return lines
 
 
-def stack_document(current: State, stack: Stack, outcomes: Outcomes) -> dict[str, Any]:
+def stack_result(current: State, stack: Stack, outcomes: Outcomes) -> StackResult:
+    """One stack's part of the results, in the model the report reads."""
     assert current.manifest is not None
     table = outcomes.capabilities(stack, list(current.manifest.capabilities))
     cases = list(outcomes.cases.get(stack.name, {}).values())
@@ -214,42 +220,39 @@ def stack_document(current: State, stack: Stack, outcomes: Outcomes) -> dict[str
     teardown = [p.text for p in own if p.kind == "teardown"]
     if infra is None and teardown:
         infra = teardown[0]  # a stack whose teardown was not proven is not a pass anywhere
-    return {
-        "name": stack.name, "backend": stack.backend, "version": stack.version,
-        "provider": stack.provider, "transport": stack.transport,
-        "configuration": stack.configuration, "role": stack.role, "fake": stack.is_fake,
-        "pins": build_inputs(stack, "canary" if lane == "canary" else "pr"),
-        "observed": {"daemon": record.observed_version if record else "",
-                     "client": record.client_version if record else ""},
-        "startup_s": round(record.startup_s, 2) if record else None,
-        "verdict": stack_verdict([c.final() for c in cases],
-                                 [c["status"] for c in table.values()], infra),
-        "infra": infra, "problems": problems, "capabilities": table,
-        "tests": [{"nodeid": c.nodeid, "outcome": c.final(),
-                   "duration_s": round(c.duration_s, 3), "requires": list(c.requires),
-                   "identities": c.identities, "message": c.message} for c in cases],
-    }
+    return StackResult(
+        name=stack.name, backend=stack.backend, version=stack.version,
+        provider=stack.provider, transport=stack.transport,
+        configuration=stack.configuration, role=stack.role, fake=stack.is_fake,
+        pins=build_inputs(stack, "canary" if lane == "canary" else "pr"),
+        observed_daemon=record.observed_version if record else "",
+        observed_client=record.client_version if record else "",
+        startup_s=round(record.startup_s, 2) if record else None,
+        verdict=stack_verdict([c.final() for c in cases], [c.status for c in table.values()],
+                              infra),
+        infra=infra, problems=tuple(problems), capabilities=table,
+        tests=tuple(CaseResult(c.nodeid, cast(Outcome, c.final()), round(c.duration_s, 3),
+                               c.requires, tuple(c.identities), c.message) for c in cases))
 
 
-def results_document(config: pytest.Config, current: State, outcomes: Outcomes,
-                     exit_status: int) -> dict[str, Any]:
+def results(config: pytest.Config, current: State, outcomes: Outcomes, exit_status: int,
+            source: str) -> ResultsDoc:
+    """The run's results, in the model the report reads (:mod:`pytest_stacks.verdicts`)."""
     assert current.manifest is not None and current.pool is not None
     reasons = partial_reasons(config, exit_status)
     try:
         version = metadata.version("pytest-stacks")
     except metadata.PackageNotFoundError:  # pragma: no cover - run from a source tree
         version = "0+unknown"
-    return {
-        "schema": SCHEMA_ID, "schema_version": SCHEMA_VERSION,
-        "run": {"run_id": current.pool.ctx.run_id, "lane": current.pool.ctx.lane,
-                "ci_lane": os.environ.get(CI_LANE_ENV) or None, "started": outcomes.started,
-                "finished": datetime.now(UTC).isoformat(),
-                "manifest": str(current.manifest.path), "partial": bool(reasons),
-                "partial_reasons": reasons, "scope": run_scope(config).to_json(),
-                "pytest_exit": int(exit_status),
-                "pytest_stacks_version": version},
-        "stacks": [stack_document(current, s, outcomes) for s in current.selected],
-    }
+    lane = cast(Literal["pinned", "canary"], current.pool.ctx.lane)
+    run = RunInfo(run_id=current.pool.ctx.run_id, lane=lane,
+                  ci_lane=os.environ.get(CI_LANE_ENV) or None, started=outcomes.started,
+                  finished=datetime.now(UTC).isoformat(), manifest=str(current.manifest.path),
+                  partial=bool(reasons), partial_reasons=tuple(reasons),
+                  scope=run_scope(config), pytest_exit=int(exit_status),
+                  pytest_stacks_version=version)
+    return ResultsDoc(source, run, tuple(stack_result(current, s, outcomes)
+                                         for s in current.selected))
 
 
 def results_path(config: pytest.Config) -> Path | None:
@@ -261,7 +264,7 @@ def results_path(config: pytest.Config) -> Path | None:
     return Path(config.rootpath, str(raw))
 
 
-def write(config: pytest.Config, document: dict[str, Any]) -> tuple[Path | None, str]:
+def write(config: pytest.Config, document: ResultsDoc) -> tuple[Path | None, str]:
     """Write the results file; (path, "") or (None, why not)."""
     path = results_path(config)
     if path is None:
