@@ -41,8 +41,9 @@ class StackInfo:
     """How any process of a run reaches one stack. Written to the run directory as JSON by the
     process that brought the stack up, read back by every other one.
 
-    ``endpoints`` holds what the backend's adapter prepared (a collector address, a token
-    directory); ``env`` and ``files`` are the compose invocation and never shown to users.
+    ``endpoints`` holds what users reach the stack by (a collector address, a token directory,
+    a kubeconfig); ``env``, ``files`` and ``private`` are how the provider invokes its tools
+    (the compose invocation, kind's wrapper, the kubectl it built) and are never shown.
     """
 
     provider: str
@@ -56,6 +57,7 @@ class StackInfo:
     build_s: float | None = None
     container: str = ""
     endpoints: dict[str, str] = field(default_factory=dict)
+    private: dict[str, str] = field(default_factory=dict)
     kept: bool = False
     kept_run: str = ""
 

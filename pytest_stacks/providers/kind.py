@@ -153,8 +153,8 @@ class KindProvider:
         # Private from its first byte: kind writes the cluster's admin credentials into it.
         os.close(os.open(kubeconfig, os.O_CREAT | os.O_WRONLY, 0o600))
         info = StackInfo(provider="kind", project=name,
-                         endpoints={"kubeconfig": str(kubeconfig), "kind": kind,
-                                    "kubectl": node.kubectl})
+                         endpoints={"kubeconfig": str(kubeconfig)},
+                         private={"kind": kind, "kubectl": node.kubectl})
         create = [kind, "create", "cluster", "--name", name, "--image", node.reference,
                   "--kubeconfig", str(kubeconfig), "--wait", f"{stack.timeouts.ready:.0f}s"]
         if node.config is not None:
@@ -208,7 +208,7 @@ class KindProvider:
     def _install_operator(self, stack: Stack, info: StackInfo, manifest: Path,
                           run_dir: Path) -> None:
         assert stack.kind is not None
-        kind = info.endpoints["kind"]
+        kind = info.private["kind"]
         if stack.kind.worker_image is not None:
             self._build_worker(stack)
             with progress.step("kind load worker image"):
@@ -225,7 +225,7 @@ class KindProvider:
                          else f"mpioperator/mpi-operator:{stack.kind.operator_version}")
         pinned = run_dir / f"{stack.name}.{OPERATOR_MANIFEST}"
         pinned.write_text(pin_operator_image(manifest.read_text(), reference))
-        kubectl = [info.endpoints["kubectl"], "--kubeconfig", info.endpoints["kubeconfig"]]
+        kubectl = [info.private["kubectl"], "--kubeconfig", info.endpoints["kubeconfig"]]
         with progress.step("operator install and rollout"):
             self._check(stack, [*kubectl, "apply", "--server-side", "-f", str(pinned)], 300)
             self._check(stack, [*kubectl, "-n", "mpi-operator", "rollout", "status",
@@ -252,7 +252,7 @@ class KindProvider:
     def _observed(self, stack: Stack, info: StackInfo, node: _Node) -> dict[str, str]:
         """The versions the cluster reports: the node's kubelet and runtime (the kubelet must
         be the built node image's pin), and the running operator's own ``--version``."""
-        kubectl = [info.endpoints["kubectl"], "--kubeconfig", info.endpoints["kubeconfig"]]
+        kubectl = [info.private["kubectl"], "--kubeconfig", info.endpoints["kubeconfig"]]
         kubelet = self._check(stack, [*kubectl, "get", "nodes", "-o",
                                       "jsonpath={.items[*].status.nodeInfo.kubeletVersion}"],
                               60).split()
@@ -308,11 +308,11 @@ class KindProvider:
         now, then the last lines of the node's kubelet and containerd logs."""
         folder = (Path.cwd() / LOGS_FOLDER / info.project).resolve()
         folder.parent.mkdir(parents=True, exist_ok=True)
-        done = self._run([info.endpoints["kind"], "export", "logs", str(folder), "--name",
+        done = self._run([info.private["kind"], "export", "logs", str(folder), "--name",
                           info.project], 300)
         parts = [f"kind export logs {folder}: exit {done.returncode}"
                  + ("" if done.returncode == 0 else f"\n{done.stderr.strip()[-500:]}")]
-        kubectl = [info.endpoints.get("kubectl", "kubectl"), "--kubeconfig",
+        kubectl = [info.private.get("kubectl", "kubectl"), "--kubeconfig",
                    info.endpoints["kubeconfig"]]
         for what in (["get", "nodes,pods,mpijobs,jobs", "-A", "-o", "wide"],
                      ["get", "events", "-A", "--sort-by=.lastTimestamp"]):
@@ -326,7 +326,7 @@ class KindProvider:
         return "\n".join(parts)
 
     def down(self, stack: Stack, info: StackInfo, ctx: RunContext) -> None:
-        problem = kind_owners.delete(self._run, info.endpoints["kind"], info.project)
+        problem = kind_owners.delete(self._run, info.private["kind"], info.project)
         if problem:
             raise InfrastructureError(stack.name, problem)
         kind_owners.owner_file(ctx.run_dir.parent, info.project).unlink(missing_ok=True)
@@ -351,7 +351,7 @@ class KindProvider:
                 logs = self._run(["docker", "logs", "--tail", "60", name], 60)
                 return (f"node container {name} of kind cluster {info.project} is {state}",
                         logs.stdout + logs.stderr)
-        ready = self._run([info.endpoints.get("kubectl", "kubectl"), "--kubeconfig",
+        ready = self._run([info.private.get("kubectl", "kubectl"), "--kubeconfig",
                            info.endpoints["kubeconfig"], "get", "--raw", "/readyz"], 30)
         if ready.returncode != 0:
             return (f"the API server of kind cluster {info.project} does not answer /readyz",
@@ -363,7 +363,7 @@ class KindProvider:
                                 except_stacks=keep)
 
     def reach(self, stack: Stack, info: StackInfo) -> str:
-        kubectl = info.endpoints.get("kubectl", "kubectl")
+        kubectl = info.private.get("kubectl", "kubectl")
         return (f"KUBECONFIG={info.endpoints['kubeconfig']} {kubectl} get pods -A; or docker "
                 f"exec -it {info.project}-control-plane bash")
 

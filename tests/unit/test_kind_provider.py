@@ -85,6 +85,9 @@ def test_up_runs_kind_and_installs_the_pinned_operator(kind_stack: Stack, ctx: R
     assert any("rollout status deployment/mpi-operator" in c for c in commands)
     assert (ctx.run_dir.parent / "kind-clusters" / f"{name}.json").exists()
     assert (ctx.run_dir / "kind-mpi.kubeconfig").stat().st_mode & 0o777 == 0o600
+    # What users see is how to reach the cluster, not the tools the provider drives it with.
+    shown = info.public()
+    assert shown["kubeconfig"] and "kind" not in shown and "kubectl" not in shown
 
 
 def test_a_failing_step_is_an_infrastructure_error_naming_it(
