@@ -23,7 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from pytest_stacks import dockerutil  # noqa: E402
+from pytest_stacks import dockerutil, registry  # noqa: E402
 from pytest_stacks.lifecycle import RunDirectory, StackRecord, up_root  # noqa: E402
 from pytest_stacks.manifest import load  # noqa: E402
 from pytest_stacks.providers import images, stack_adapter  # noqa: E402
@@ -68,7 +68,8 @@ def by_hand(stack_name: str) -> tuple[float, float, float]:
                              dockerutil.image_id(base))
     ports = {name: free_port() for name in stack.compose.ports}
     env = {**stack.compose.build_args, "BASE_IMAGE": base,
-           f"{stack.backend.upper()}_IMAGE_TAG": tag, **{k: str(v) for k, v in ports.items()}}
+           registry.BACKENDS[stack.backend].image_tag_variable: tag,
+           **{k: str(v) for k, v in ports.items()}}
     project = f"bench-{os.getpid()}"
     compose_file = str(stack.compose.directory / "compose.yaml")
     cmd = ["docker", "compose", "-p", project, "-f", compose_file]

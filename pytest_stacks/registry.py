@@ -20,12 +20,16 @@ class BackendSpec:
     ``stack_adapter`` is the backend's half of a container stack (readiness, per-run set-up,
     the client, daemon logs); ``fake`` builds the in-process double wired to the same driver.
     None means the manifest format knows the backend but this release cannot run it that way.
+    ``image_tag_variable``: the compose variable its stacks' compose files tag their image
+    with (``image: pytest-stacks/slurm:${SLURM_IMAGE_TAG:?}``); a test keeps every
+    ``stacks/*/compose.yaml`` of the backend using it.
     """
 
     name: str
     transports: tuple[str, ...]
     stack_adapter: str | None = None
     fake: str | None = None
+    image_tag_variable: str = ""
 
     @property
     def implemented(self) -> bool:
@@ -44,13 +48,14 @@ BACKENDS: dict[str, BackendSpec] = {
     spec.name: spec for spec in (
         BackendSpec("slurm", ("local", "ssh"),
                     "pytest_stacks.backends.slurm.adapter:SlurmComposeAdapter",
-                    "pytest_stacks.backends.slurm.adapter:fake_client"),
+                    "pytest_stacks.backends.slurm.adapter:fake_client", "SLURM_IMAGE_TAG"),
         BackendSpec("htcondor", ("bindings", "ssh"),
                     "pytest_stacks.backends.htcondor.adapter:HTCondorComposeAdapter",
-                    "pytest_stacks.backends.htcondor.adapter:fake_client"),
+                    "pytest_stacks.backends.htcondor.adapter:fake_client", "HTCONDOR_IMAGE_TAG"),
         BackendSpec("mpi-operator", ("kubernetes",),
                     "pytest_stacks.backends.kubernetes.adapter:ControlPlaneAdapter",
-                    "pytest_stacks.backends.kubernetes.adapter:fake_client"),
+                    "pytest_stacks.backends.kubernetes.adapter:fake_client",
+                    "MPI_OPERATOR_IMAGE_TAG"),
     )
 }
 

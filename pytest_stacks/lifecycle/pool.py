@@ -24,7 +24,7 @@ from pytest_stacks.lifecycle.probe import functional_probe
 from pytest_stacks.lifecycle.rundir import RunDirectory, StackRecord, kept_records
 from pytest_stacks.manifest import Stack
 from pytest_stacks.providers import provider_for
-from pytest_stacks.providers.base import Attached, RunContext, StackInfo
+from pytest_stacks.providers.base import Attached, Provider, RunContext, StackInfo
 
 
 class StackPool:
@@ -34,6 +34,13 @@ class StackPool:
         self._attached: dict[str, Attached] = {}
         self._prefetched: dict[str, Future[StackRecord]] = {}
         self._executor: ThreadPoolExecutor | None = None
+        self._providers: dict[str, Provider] = {}
+
+    def _provider(self, stack: Stack) -> Provider:
+        """The stack's provider, looked up once per run and stack."""
+        if stack.name not in self._providers:
+            self._providers[stack.name] = provider_for(stack)
+        return self._providers[stack.name]
 
     def records(self) -> list[StackRecord]:
         return self.run_dir.records()
@@ -74,7 +81,7 @@ class StackPool:
             wait([started])  # its outcome is on record either way: read below
         record = self._ensure_up(stack)
         try:
-            attached = provider_for(stack).attach(stack, record.info, self.ctx)
+            attached = self._provider(stack).attach(stack, record.info, self.ctx)
         except InfrastructureError:
             raise
         except Exception as exc:
@@ -117,7 +124,7 @@ class StackPool:
         """
         if self.ctx.lane != "pinned" or self.ctx.keeps:
             return None
-        provider = provider_for(stack)
+        provider = self._provider(stack)
         for record in kept_records(stack.name):
             if record.observed_version != stack.version:
                 continue  # not proven, or built for another pin (a bump since `up`)
@@ -143,7 +150,7 @@ class StackPool:
         borrowed = self._borrow_kept(stack)
         if borrowed is not None:
             return borrowed
-        provider = provider_for(stack)
+        provider = self._provider(stack)
         started, started_at = time.monotonic(), time.time()
         attached: Attached | None = None
         try:
@@ -183,7 +190,7 @@ class StackPool:
         if record is None:
             return None
         try:
-            why, logs = provider_for(stack).health(stack, record.info)
+            why, logs = self._provider(stack).health(stack, record.info)
         except Exception as exc:  # cannot even ask: say so rather than guess
             why, logs = f"cannot check the stack's health: {exc}", ""
         if not why:
@@ -213,7 +220,7 @@ class StackPool:
             return {}
         places.mark_kept(self.ctx.run_id, self.ctx.run_dir, chosen, why)
         return {name: f"{name} is kept ({why}). Reach it: "
-                      f"{provider_for(stacks[name]).reach(stacks[name], records[name].info)}. "
+                      f"{self._provider(stacks[name]).reach(stacks[name], records[name].info)}. "
                       f"End it: pytest-stacks down {name}" for name in chosen}
 
     def teardown(self, stacks: dict[str, Stack], keep: Collection[str] = ()) -> list[Problem]:
@@ -235,7 +242,7 @@ class StackPool:
                 self.run_dir.forget(stack.name)  # borrowed from `pytest-stacks up`: stays up
                 continue
             try:
-                provider_for(stack).down(stack, record.info, self.ctx)
+                self._provider(stack).down(stack, record.info, self.ctx)
             except Exception as exc:
                 problems.append(Problem(stack.name, "teardown", f"teardown not proven: {exc}"))
             else:
@@ -250,7 +257,7 @@ class StackPool:
         if stack.is_fake:
             return []  # in-process doubles end with their process
         try:
-            attached = provider_for(stack).attach(stack, record.info, self.ctx)
+            attached = self._provider(stack).attach(stack, record.info, self.ctx)
         except Exception as exc:
             if not record.info.kept:
                 return []
@@ -275,7 +282,7 @@ class StackPool:
         for provider_name in sorted({s.provider for s in stacks.values()}):
             stack = next(s for s in stacks.values() if s.provider == provider_name)
             try:
-                left = provider_for(stack).sweep_run(self.ctx, keep)
+                left = self._provider(stack).sweep_run(self.ctx, keep)
             except Exception as exc:
                 left = [f"cannot verify teardown of run {self.ctx.run_id}: {exc}"]
             problems += [Problem(None, "teardown", text) for text in left]

@@ -24,11 +24,11 @@ from typing import Any
 import yaml
 from filelock import FileLock
 
-from pytest_stacks import dockerutil, progress
+from pytest_stacks import dockerutil, progress, registry
 from pytest_stacks.errors import InfrastructureError, StacksError
 from pytest_stacks.manifest import Stack
-from pytest_stacks.polling import poll_until
-from pytest_stacks.providers import images, preflight, reaper, ssh_access, stack_adapter
+from pytest_stacks.providers import images, preflight, reaper, stack_adapter
+from pytest_stacks.providers.access import access_for
 from pytest_stacks.providers.base import Attached, RunContext, StackInfo
 from pytest_stacks.providers.labels import LABEL_STACK
 from pytest_stacks.transports.docker_exec import DockerExecTransport
@@ -150,11 +150,7 @@ class ComposeProvider:
         for problem in reaper.reap_dead(keep_run=ctx.run_id)[1] if self._engine_ok() else []:
             progress.say(f"could not remove what a dead run left: {problem}")
         base, upstream, host_env = self._prepare(stack, ctx)
-        if stack.transport == "ssh":
-            try:
-                host_env.update(ssh_access.client_environment(stack, ctx))
-            except StacksError as exc:
-                raise InfrastructureError(stack.name, str(exc)) from None
+        host_env.update(access_for(stack).environment(stack, ctx))
         info = self._plan(stack, ctx, base, upstream)
         info.env.update(host_env)
         try:
@@ -192,7 +188,7 @@ class ComposeProvider:
             tag = f"canary-{ctx.run_id}"
         ports = {name: free_port() for name in stack.compose.ports}
         env = {**build_args, **{k: str(v) for k, v in ports.items()},
-               f"{re.sub(r'[^A-Z0-9]', '_', stack.backend.upper())}_IMAGE_TAG": tag}
+               registry.BACKENDS[stack.backend].image_tag_variable: tag}
         if base:
             env["BASE_IMAGE"] = base
         if upstream:
@@ -217,26 +213,13 @@ class ComposeProvider:
                 stack.name, f"daemons not ready after {stack.timeouts.ready:.0f}s: {exc}",
                 self._logs(stack, info, transport)) from None
         info.endpoints.update(adapter.prepare(stack, transport, ctx.run_dir, info.ports))
-        if stack.transport == "ssh":
-            info.endpoints.update(ssh_access.pin(
-                stack, ctx, info, lambda service: self._host_key(stack, info, service)))
-
-    def _host_key(self, stack: Stack, info: StackInfo, service: str) -> str:
-        """A service's sshd host key, read through the engine (its entrypoint makes the key at
-        start, so give it the readiness timeout to appear)."""
-        def ask() -> str:
-            found = self._containers(info, service)
-            if not found:
-                return ""
-            result = DockerExecTransport(found[0]).run(["cat", ssh_access.HOST_KEY], timeout=30)
-            return result.stdout if result.ok else ""
-
+        services = {c.labels.get("com.docker.compose.service", ""): DockerExecTransport(c)
+                    for c in self._containers(info)}
         try:
-            return poll_until(ask, bool, timeout=stack.timeouts.ready, interval=0.5,
-                              on_timeout=lambda _: f"no host key at {ssh_access.HOST_KEY} in "
-                                                   f"service {service!r}")
-        except TimeoutError as exc:
-            raise InfrastructureError(stack.name, str(exc), self._compose_logs(info)) from None
+            info.endpoints.update(access_for(stack).endpoints(stack, ctx, info, services))
+        except InfrastructureError as exc:
+            raise InfrastructureError(stack.name, exc.message, self._compose_logs(info)) \
+                from None
 
     def _containers(self, info: StackInfo, service: str | None = None) -> list[Any]:
         labels = [f"com.docker.compose.project={info.project}"]
@@ -327,14 +310,15 @@ class ComposeProvider:
         transport = DockerExecTransport(container)
         # The client goes the way the stack's users go (ssh: login node, jump hosts); logs and
         # readiness keep the engine's own channel, which still works when a hop is down.
-        ssh = ssh_access.transport(info.endpoints) if stack.transport == "ssh" else None
-        client = stack_adapter(stack).client(stack, ssh or transport, info.endpoints,
+        remote = access_for(stack).transport(info.endpoints)
+        client = stack_adapter(stack).client(stack, remote or transport, info.endpoints,
                                              ctx.run_dir)
 
         def close() -> None:
             client.close()
-            if ssh is not None:
-                ssh.close()
+            closing = getattr(remote, "close", None)
+            if closing is not None:
+                closing()
         return Attached(client, info, lambda: self._logs(stack, info, transport), close)
 
     def down(self, stack: Stack, info: StackInfo, ctx: RunContext) -> None:
@@ -362,12 +346,11 @@ class ComposeProvider:
     def reach(self, stack: Stack, info: StackInfo) -> str:
         """The service container's shell; over ssh, the route users take; a kubeconfig."""
         assert stack.compose is not None
-        ways = [f"docker exec -it {info.container[:12]} bash"]
+        ways = [f"docker exec -it {info.container[:12]} bash",
+                access_for(stack).reach(info.endpoints)]
         if "kubeconfig" in info.endpoints:
             ways.append(f"KUBECONFIG={info.endpoints['kubeconfig']} kubectl get pods -A")
-        if stack.transport == "ssh":
-            ways.append(ssh_access.command_line(info.endpoints))
-        return "; or ".join(ways)
+        return "; or ".join(w for w in ways if w)
 
     def health(self, stack: Stack, info: StackInfo) -> tuple[str, str]:
         """A container of the stack (any of them: a jump host or a compute node counts) that

@@ -107,3 +107,21 @@ def test_a_removal_is_proven_by_looking_again(monkeypatch: pytest.MonkeyPatch) -
         "run run-1: cannot look again to prove its resources removed: engine gone"]
     assert reaper.sweep_run("run-1") == ["run run-1: cannot list its resources to remove them: "
                                          "engine gone"]
+
+
+def test_every_built_stack_tags_its_image_with_its_backends_variable() -> None:
+    """The provider sets the backend's image-tag variable (registry); a compose file that
+    tagged its image with another name would run a stale image."""
+    from pytest_stacks import registry
+    from pytest_stacks.manifest import load
+
+    manifest = load(Path(__file__).resolve().parents[2] / "manifest.yaml")
+    checked = 0
+    for stack in manifest.stacks:
+        if stack.compose is None or stack.image is not None or stack.provider != "compose":
+            continue
+        variable = registry.BACKENDS[stack.backend].image_tag_variable
+        text = (stack.compose.directory / "compose.yaml").read_text()
+        assert variable and "${" + variable in text, (stack.name, variable)
+        checked += 1
+    assert checked >= 8
