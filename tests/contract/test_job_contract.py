@@ -150,13 +150,15 @@ def test_running_job_can_be_killed(backend: JobClient, stack: Stack,
     assert status.state is JobState.CANCELLED, status
     if executes:
         _until(lambda: not _processes_with(token, stack, stack_info), _timeout(stack),
-               f"the job's process ({token}) still runs on a node after the kill")
+               lambda: f"the job's process ({token}) still runs on a node after the kill: "
+                       f"{_processes_with(token, stack, stack_info)}")
 
 
-def _until(check: Callable[[], object], timeout: float, message: str) -> None:
+def _until(check: Callable[[], object], timeout: float,
+           message: str | Callable[[], str]) -> None:
     deadline = time.monotonic() + timeout
     while not check():
-        assert time.monotonic() < deadline, message
+        assert time.monotonic() < deadline, message() if callable(message) else message
         time.sleep(0.5)
 
 
