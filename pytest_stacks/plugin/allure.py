@@ -14,7 +14,9 @@ vocabulary rather than collecting them a second time:
   ``INFRASTRUCTURE ERROR (not a test failure)``, so Allure's categories keep it apart from
   product failures;
 - at session end: ``environment.properties`` (the observed versions) and ``categories.json``
-  merged into the results directory, and fail-closed problems as Allure global errors.
+  merged into the results directory, an ``allurerc.mjs`` beside them for Allure 3 (its tree
+  reads stack > test module > test, the categories included: ``allure generate DIR --config
+  DIR/allurerc.mjs``), and fail-closed problems as Allure global errors.
 
 Hook ordering matters: allure-pytest's listener decides a result's status in its own
 ``pytest_runtest_makereport`` hookwrapper, after the inner wrappers (``reporting``'s included)
@@ -41,6 +43,24 @@ from pytest_stacks.manifest import Stack
 from pytest_stacks.plugin.state import PROP_INFRA, PROP_STACK, State, item_stack, state
 
 PLUGIN_NAME = "pytest-stacks-allure"
+ALLURERC = "allurerc.mjs"
+# Allure 3's Awesome report groups its tree by the package label unless told otherwise: every
+# result under "tests". Grouped by the suite labels, the stack (parentSuite) comes first.
+ALLURERC_TEXT = """// Written by pytest-stacks. Use: allure generate DIR --config DIR/allurerc.mjs
+// The tree reads stack > test module > test (the suite labels pytest-stacks sets), and the
+// categories keep infrastructure errors apart from product failures (categories.json, here).
+import { readFileSync } from "node:fs";
+
+const here = (name) => new URL(name, import.meta.url);
+
+export default {
+  name: "pytest-stacks",
+  categories: JSON.parse(readFileSync(here("categories.json"), "utf8")),
+  plugins: {
+    awesome: { options: { singleFile: true, groupBy: ["parentSuite", "suite", "subSuite"] } },
+  },
+};
+"""
 # reporting.py starts an infrastructure error's longrepr with this; INFRA_REGEX matches it,
 # and tests/plugin/test_allure.py checks both against a real infrastructure error.
 INFRA_CATEGORY = "Infrastructure errors (not product failures)"
@@ -147,6 +167,7 @@ class AllurePlugin:
         problem = write_categories(self.alluredir / "categories.json")
         if problem:
             _warn(config, problem)
+        (self.alluredir / ALLURERC).write_text(ALLURERC_TEXT, encoding="utf-8")
         for text in current.closing_problems:
             _allure().global_error(f"FAIL-CLOSED: {text}")
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -179,3 +180,36 @@ def test_the_allure2_report_reads_categories_json_from_the_results(
     }
     suites = json.loads((report / "data" / "suites.json").read_text())
     assert {child["name"] for child in suites["children"]} == {"fake-slurm", "broken-slurm"}
+
+
+def test_the_shipped_config_makes_the_tree_read_stack_first(allure_results: Path) -> None:
+    """The allurerc.mjs pytest-stacks writes beside the results: the Awesome report, opened
+    in headless Chromium, shows the stacks as the top level of its tree (by default every
+    result sits under "tests"), and keeps the categories."""
+    chromium = shutil.which("chromium")
+    if chromium is None:
+        message = "chromium is not installed: run scripts/install-chromium.sh"
+        if REQUIRE:
+            pytest.fail(message, pytrace=False)
+        pytest.skip(message)
+    config = allure_results / "allurerc.mjs"
+    assert config.is_file()
+    cwd = allure_results.parent
+    done = subprocess.run([str(allure_binary()), "generate", "allure-results", "--config",
+                           str(config), "-o", "stack-report"], cwd=cwd, capture_output=True,
+                          text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    page = cwd / "stack-report" / "index.html"
+    dom = subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu",
+                          "--disable-dev-shm-usage", "--virtual-time-budget=15000",
+                          "--dump-dom", page.as_uri()], capture_output=True, text=True,
+                         timeout=180, check=False).stdout
+    text = re.sub(r"<style.*?</style>|<script.*?</script>", "", dom, flags=re.S)
+    shown = [t.strip() for t in re.sub(r"<[^>]+>", "\n", text).splitlines() if t.strip()]
+    assert "Order Earliest" in shown, shown[:80]
+    tree = shown[shown.index("Order Earliest") + 1:shown.index("Powered by")]
+    groups = [t for t in tree if not re.fullmatch(r"[\d.]+m?s|\d+", t)]
+    # First level: the stacks (each then holds its test module, then the tests).
+    assert groups[0] in ("fake-slurm", "broken-slurm"), groups
+    assert {"fake-slurm", "broken-slurm"} <= set(groups) and "tests" not in groups, groups
+    assert groups.index("test_user") > groups.index(groups[0]), groups
