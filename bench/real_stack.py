@@ -64,7 +64,7 @@ def by_hand(stack_name: str) -> tuple[float, float, float]:
     stack = load(ROOT / "manifest.yaml").get(stack_name)
     assert stack.compose is not None and stack.base_image is not None
     base = images.ensure_base_image(stack.base_image)
-    tag = images.content_tag(stack.compose.directory, stack.compose.build_args,
+    tag = dockerutil.content_tag(stack.compose.directory, stack.compose.build_args,
                              dockerutil.image_id(base))
     ports = {name: free_port() for name in stack.compose.ports}
     env = {**stack.compose.build_args, "BASE_IMAGE": base,

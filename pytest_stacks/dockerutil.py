@@ -2,18 +2,27 @@
 
 from __future__ import annotations
 
+import hashlib
 import shutil
 import subprocess
+import tempfile
 import threading
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
-from pytest_stacks import cancellation
+from filelock import FileLock
+
+from pytest_stacks import cancellation, progress
 from pytest_stacks.errors import StacksError
 
 
 class EngineUnavailable(StacksError):
     """No Docker engine answers; the message says how to get one."""
+
+
+class ImageBuildError(StacksError):
+    """An image built here failed to build; the message holds the build's last lines."""
 
 
 ENGINE_FIX = ("start one: on Debian as root run `pytest-stacks doctor --fix` (installs docker.io "
@@ -73,3 +82,58 @@ def image_exists(reference: str) -> bool:
 
 def image_id(reference: str) -> str:
     return str(client().images.get(reference).id)
+
+
+CONTENT_LABEL = "io.pytest-stacks.content"  # on an image built here: the tag of its inputs
+
+
+def build_lock(reference: str) -> FileLock:
+    """One build of an image at a time on this machine (stacks, sessions and a background
+    ``pytest-stacks build`` may all want it at once): the others wait and find it built."""
+    safe = "".join(c if c.isalnum() or c in "._-" else "_" for c in reference)
+    return FileLock(str(Path(tempfile.gettempdir()) / f"pytest-stacks-image-{safe}.lock"))
+
+
+def ensure_built_image(reference: str, context: Path, build_args: Mapping[str, str], base: str,
+                       *, timeout: float) -> bool:
+    """Build ``reference`` from ``context`` unless the image of that name was built from the
+    same inputs (the folder, the build args, the base image: its content label says so); a
+    name that stays the same across changes (the MPI worker image pods name) is never a
+    stale image. Returns whether it built; raises ImageBuildError when the build fails."""
+    args = {**build_args, **({"BASE_IMAGE": base} if base else {})}
+    tag = content_tag(context, args, image_id(base) if base else "")
+    with build_lock(reference):
+        if _content_of(reference) == tag:
+            return False
+        with progress.step(f"image build {reference}"):
+            done = run_cli(
+                ["build", "-q", "-t", reference, f"--label={CONTENT_LABEL}={tag}",
+                 *(f"--build-arg={k}={v}" for k, v in args.items()), str(context)],
+                timeout=timeout)
+        if done.returncode != 0 or _content_of(reference) != tag:
+            tail = "\n".join((done.stderr or done.stdout).strip().splitlines()[-15:])
+            raise ImageBuildError(f"image build of {reference} failed (exit "
+                                  f"{done.returncode}):\n{tail}")
+    return True
+
+
+def _content_of(reference: str) -> str:
+    try:
+        labels = client().images.get(reference).labels or {}
+    except Exception:
+        return ""
+    return str(labels.get(CONTENT_LABEL, ""))
+
+
+def content_tag(directory: Path, build_args: Mapping[str, str], base_image_id: str) -> str:
+    """A tag derived from everything that goes into the build: same inputs, same tag."""
+    digest = hashlib.sha256()
+    for path in sorted(p for p in directory.rglob("*") if p.is_file()):
+        if path.name in {"README.md"} or "__pycache__" in path.parts:
+            continue
+        digest.update(str(path.relative_to(directory)).encode() + b"\0")
+        digest.update(path.read_bytes() + b"\0")
+    for key in sorted(build_args):
+        digest.update(f"{key}={build_args[key]}\0".encode())
+    digest.update(base_image_id.encode())
+    return digest.hexdigest()[:16]

@@ -15,14 +15,12 @@ from __future__ import annotations
 import os
 import re
 import socket
-import tempfile
 import time
 from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
 import yaml
-from filelock import FileLock
 
 from pytest_stacks import dockerutil, progress, registry
 from pytest_stacks.errors import InfrastructureError, StacksError
@@ -180,7 +178,7 @@ class ComposeProvider:
         if ctx.lane == "canary" and stack.canary is not None:
             build_args.update(stack.canary.build_args)
         base_id = dockerutil.image_id(base) if base else ""
-        tag = images.content_tag(stack.compose.directory, build_args, base_id)
+        tag = dockerutil.content_tag(stack.compose.directory, build_args, base_id)
         canary_build = ctx.lane == "canary" and not upstream
         if canary_build:
             # A floating build arg ("" = the suite's newest) hashes the same every week: build
@@ -238,7 +236,7 @@ class ComposeProvider:
             return False
         for base in (stack.base_image.registry_reference, stack.base_image.seeded_reference):
             if dockerutil.image_exists(base):
-                tag = images.content_tag(stack.compose.directory, stack.compose.build_args,
+                tag = dockerutil.content_tag(stack.compose.directory, stack.compose.build_args,
                                          dockerutil.image_id(base))
                 return info.image == f"pytest-stacks/{stack.backend}:{tag}"
         return False
@@ -250,9 +248,7 @@ class ComposeProvider:
         if dockerutil.image_exists(info.image):
             info.built = False  # content tag unchanged: nothing to rebuild
             return
-        lock = Path(tempfile.gettempdir()) / (
-            "pytest-stacks-image-" + re.sub(r"[^A-Za-z0-9_.-]", "_", info.image) + ".lock")
-        with FileLock(str(lock)):
+        with dockerutil.build_lock(info.image):
             if dockerutil.image_exists(info.image):
                 info.built = False  # built meanwhile by a stack sharing it
                 return

@@ -3,13 +3,11 @@ content-addressed stack image tags so an unchanged stack is never rebuilt."""
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
 import socket
 import subprocess
 import tempfile
-from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
 
@@ -130,17 +128,3 @@ def _import_rootfs(rootfs: Path, reference: str, timeout: float = 900) -> None:
                 process.wait()
     if imported.returncode != 0 or tar.returncode != 0:
         raise ImageError(f"docker import of {reference} failed: {err.strip()}")
-
-
-def content_tag(directory: Path, build_args: Mapping[str, str], base_image_id: str) -> str:
-    """A tag derived from everything that goes into the build: same inputs, same tag."""
-    digest = hashlib.sha256()
-    for path in sorted(p for p in directory.rglob("*") if p.is_file()):
-        if path.name in {"README.md"} or "__pycache__" in path.parts:
-            continue
-        digest.update(str(path.relative_to(directory)).encode() + b"\0")
-        digest.update(path.read_bytes() + b"\0")
-    for key in sorted(build_args):
-        digest.update(f"{key}={build_args[key]}\0".encode())
-    digest.update(base_image_id.encode())
-    return digest.hexdigest()[:16]

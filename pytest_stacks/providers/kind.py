@@ -269,22 +269,19 @@ class KindProvider:
                 "operator_version": found.group(1) if found else ""}
 
     def _build_worker(self, stack: Stack) -> None:
-        """The worker image (OpenMPI + sshd from Debian), built from the stack's ``compose``
-        folder unless present: nothing of it comes from a registry but the Debian base."""
+        """The worker image (OpenMPI + sshd from Debian, the MPI program), built from the
+        stack's ``compose`` folder unless an image of that name was built from the same
+        inputs: nothing of it comes from a registry but the Debian base."""
         assert stack.kind is not None and stack.kind.worker_image is not None
-        reference = stack.kind.worker_image.reference
-        if stack.compose is None or self._run(["docker", "image", "inspect", reference],
-                                              60).returncode == 0:
+        if stack.compose is None:
             return
         try:
             base = images.ensure_base_image(stack.base_image) if stack.base_image else ""
+            dockerutil.ensure_built_image(stack.kind.worker_image.reference,
+                                      stack.compose.directory, stack.compose.build_args, base,
+                                      timeout=stack.timeouts.build)
         except StacksError as exc:
             raise InfrastructureError(stack.name, str(exc)) from None
-        args = [f"--build-arg={k}={v}" for k, v in stack.compose.build_args.items()]
-        with progress.step(f"image build {reference}"):
-            self._check(stack, ["docker", "build", "-q", "-t", reference, *args,
-                                f"--build-arg=BASE_IMAGE={base}", str(stack.compose.directory)],
-                        stack.timeouts.build)
 
     def _check(self, stack: Stack, argv: Sequence[str], timeout: float) -> str:
         done = self._run(argv, timeout)

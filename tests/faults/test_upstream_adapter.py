@@ -48,8 +48,9 @@ def test_upstream_stack_fails_fast_without_a_registry(tmp_path: Path) -> None:
 
 def _double_image() -> str:
     from pytest_stacks import dockerutil
+    from pytest_stacks.dockerutil import content_tag
     from pytest_stacks.manifest import BaseImage
-    from pytest_stacks.providers.images import content_tag, ensure_base_image
+    from pytest_stacks.providers.images import ensure_base_image
 
     folder = REPO / "stacks" / "htcondor-mini-double"
     base = ensure_base_image(BaseImage("debian", "trixie-slim", "trixie"))

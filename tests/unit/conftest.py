@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_stacks import gobuild
+from pytest_stacks import dockerutil, gobuild
 from pytest_stacks.providers import kind, preflight
 from pytest_stacks.providers.base import RunContext
 
@@ -20,9 +20,11 @@ def ctx(tmp_path: Path) -> RunContext:
 
 @pytest.fixture
 def host_ready(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A host whose preflight passes: engine, images, base images and Go all there."""
+    """A host whose preflight passes: engine, images, base images and Go all there (and
+    every image built here already built)."""
     for check in ("engine", "compose", "image_obtainable", "base_obtainable", "go_toolchain"):
         monkeypatch.setattr(preflight, check, lambda *a, **k: None)
+    monkeypatch.setattr(dockerutil, "ensure_built_image", lambda *a, **k: False)
 
 
 @pytest.fixture

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from pytest_stacks.dockerutil import content_tag
 from pytest_stacks.providers import reaper
 from pytest_stacks.providers.base import RunContext
 from pytest_stacks.providers.compose import _failed_step
-from pytest_stacks.providers.images import content_tag
 from pytest_stacks.providers.labels import (
     LABEL_OWNER_HOST,
     LABEL_OWNER_PID,

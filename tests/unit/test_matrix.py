@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from pytest_stacks import ci as matrix
+from pytest_stacks import dockerutil
 from pytest_stacks.manifest import Manifest, load, loads
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -348,7 +349,6 @@ def test_simulated_version_bump_changes_rows_and_build_inputs(tmp_path: Path) ->
     """Edit one pin as Renovate's PR would (the Debian package and the stack's version in one
     change) in a copy of the repository's manifest: that stack's rows and build inputs change,
     nothing else does."""
-    from pytest_stacks.providers import images
 
     shutil.copytree(ROOT / "stacks", tmp_path / "stacks")
     original = (ROOT / "manifest.yaml").read_text()
@@ -395,8 +395,8 @@ def test_simulated_version_bump_changes_rows_and_build_inputs(tmp_path: Path) ->
     stack = after.get(target.name)
     assert stack.compose is not None and stack.compose.build_args[key] == new_pin
     assert stack.version == new_version
-    old_tag = images.content_tag(target.compose.directory, target.compose.build_args, "base")
-    new_tag = images.content_tag(stack.compose.directory, stack.compose.build_args, "base")
+    old_tag = dockerutil.content_tag(target.compose.directory, target.compose.build_args, "base")
+    new_tag = dockerutil.content_tag(stack.compose.directory, stack.compose.build_args, "base")
     assert old_tag != new_tag
     # Renovate sees the new values, and nothing else moved.
     pins_before = matrix.manifest_pins(before, original)  # the file now holds the bump

@@ -101,9 +101,7 @@ def ensure_node_images(stack: Stack, *, timeout: float) -> NodeImages:
                 (Path(context) / "pause").chmod(0o755)
                 (Path(context) / "Dockerfile").write_text(PAUSE_DOCKERFILE)
                 _docker(["build", "-q", "-t", pause, context], timeout)
-            _docker(["build", "-q", "-t", worker, f"--build-arg=BASE_IMAGE={base}",
-                     *(f"--build-arg={k}={v}" for k, v in args.items()), str(worker_folder)],
-                    timeout)
+            dockerutil.ensure_built_image(worker, worker_folder, args, base, timeout=timeout)
             for name, reference in (("pause", pause), ("mpi-worker", worker)):
                 partial = target / f"{name}.tar.partial"
                 _docker(["save", "-o", str(partial), reference], timeout)
