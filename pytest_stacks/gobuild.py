@@ -45,6 +45,11 @@ class GoModuleBuild:
     ``sources`` are Go files of ours (path in our module -> text), for a main package that
     builds a program from its modules' packages differently than their own main does (CoreDNS
     with only the plugins a test cluster uses); a program names it as ``MODULE + "/" + dir``.
+
+    ``patch_align`` = (module, version): that module's ``k8s.io/*`` requirements of the same
+    minor as ``version`` are required at ``version`` (kwok v0.8.0 asks for v0.36.1, the
+    stack's Kubernetes is v0.36.3): one patch release of the same API, so Go's build cache
+    compiles client-go and its siblings once for the stack's version, not twice.
     """
 
     name: str
@@ -54,10 +59,12 @@ class GoModuleBuild:
     stage_replacements_of: str | None = None
     files: Mapping[str, str] = field(default_factory=dict)  # out name -> "module:path in zip"
     sources: Mapping[str, str] = field(default_factory=dict)
+    patch_align: tuple[str, str] | None = None
 
     def digest(self, go_version: str) -> str:
         text = json.dumps([self.requires, self.programs, self.ldflags, self.stage_replacements_of,
-                           self.files, self.sources, go_version], sort_keys=True)
+                           self.files, self.sources, self.patch_align, go_version],
+                          sort_keys=True)
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
@@ -144,7 +151,20 @@ def _go_mod(go: str, build: GoModuleBuild, work: Path, deadline: float) -> str:
         published = "v0." + version.lstrip("v").split(".", 1)[1]  # v1.36.3 -> v0.36.3
         lines += ["", "replace ("] + [f"\t{m} => {m} {published}" for m in sorted(set(staging))]
         lines += [")"]
+    if build.patch_align:
+        module, target = build.patch_align
+        info = _download(go, module, build.requires[module], work, deadline)
+        lines += [f"require {m} {target}"
+                  for m in aligned_requirements(Path(info["GoMod"]).read_text(), target)]
     return "\n".join(lines) + "\n"
+
+
+def aligned_requirements(go_mod: str, target: str) -> list[str]:
+    """The ``k8s.io/*`` modules a go.mod requires at another patch of ``target``'s minor."""
+    minor = ".".join(target.split(".")[:2]) + "."  # v0.36.3 -> v0.36.
+    found = re.findall(rf"^\s*(?:require\s+)?(k8s\.io/[\w.-]+)\s+({re.escape(minor)}\d+)\b",
+                       go_mod, re.MULTILINE)
+    return sorted({module for module, version in found if version != target})
 
 
 def _download(go: str, module: str, version: str, work: Path, deadline: float) -> dict[str, str]:

@@ -114,14 +114,17 @@ def _record(what: str, outcome: str, seconds: float) -> None:
         return
 
 
-def summary(path: Path) -> str:
-    """The timings file as a table, slowest first: each step once with its total time."""
+def summary(paths: list[Path]) -> str:
+    """Timings files as one table, slowest first: each step once with its total time (files
+    that do not exist are skipped)."""
     rows: dict[str, list[float]] = {}
     stacks: dict[str, set[str]] = {}
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except OSError:
-        return f"(no timings at {path})"
+    lines = []
+    for path in paths:
+        try:
+            lines += path.read_text(encoding="utf-8").splitlines()
+        except OSError:
+            continue
     for line in lines:
         try:
             entry = json.loads(line)

@@ -31,15 +31,20 @@ run() {
 TIMINGS="$PWD/$RESULTS/timings.jsonl"
 : > "$TIMINGS"
 prebuild=""
+PROGRAMS_PID="$RESULTS/prebuild-programs.pid"  # setup.sh's early Go builds (CI)
 finish() {
     if [ -n "$prebuild" ] && kill -0 "$prebuild" 2>/dev/null; then
         kill -TERM "$prebuild" 2>/dev/null
         wait "$prebuild" 2>/dev/null
     fi
+    if [ -f "$PROGRAMS_PID" ]; then
+        kill -TERM "$(cat "$PROGRAMS_PID")" 2>/dev/null
+        rm -f "$PROGRAMS_PID"
+    fi
     echo "== where the time went, per stage"
     printf '%s\n' "${STAGES[@]}"
-    echo "== bring-up steps of the real stages, summed"
-    .venv/bin/pytest-stacks timings "$TIMINGS"
+    echo "== bring-up steps of the real stages (and setup's early Go builds), summed"
+    .venv/bin/pytest-stacks timings "$TIMINGS" "$RESULTS/timings-programs.jsonl"
 }
 trap finish EXIT
 

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from pytest_stacks.contract import JobClient
+from pytest_stacks.gobuild import GoModuleBuild
 from pytest_stacks.manifest import Stack
 from pytest_stacks.providers.labels import owner_labels, process_start_time
 from pytest_stacks.transports import Transport
@@ -112,6 +113,11 @@ class Provider(Protocol):
         asks it alone. Raises StacksError naming the fix."""
         ...
 
+    def programs(self, stack: Stack) -> list[GoModuleBuild]:
+        """The Go programs its bring-up builds from their modules (no engine needed to build
+        them: ``pytest-stacks build --programs-only`` starts them early)."""
+        ...
+
     def build(self, stack: Stack, ctx: RunContext) -> None:
         """Make everything ``up`` would make before it starts anything (images, programs
         built on the host), and start nothing: ``pytest-stacks build`` prepares a machine
@@ -154,6 +160,10 @@ class Provider(Protocol):
 class StackAdapter(Protocol):
     """The backend's half of a container stack; the provider owns the lifecycle and adapters
     never start or stop containers."""
+
+    def host_programs(self, stack: Stack) -> list[GoModuleBuild]:
+        """The Go programs :meth:`host_environment` builds (none for most backends)."""
+        ...
 
     def host_environment(self, stack: Stack, timeout: float) -> dict[str, str]:
         """What the stack needs made on the host before it starts (e.g. pinned binaries built

@@ -24,6 +24,7 @@ import yaml
 
 from pytest_stacks import dockerutil, progress, registry
 from pytest_stacks.errors import InfrastructureError, StacksError
+from pytest_stacks.gobuild import GoModuleBuild
 from pytest_stacks.manifest import Stack
 from pytest_stacks.providers import images, preflight, reaper, stack_adapter
 from pytest_stacks.providers.access import access_for
@@ -132,6 +133,9 @@ class ComposeProvider:
         except StacksError as exc:
             raise InfrastructureError(stack.name, str(exc)) from None
         return base, upstream, host_env
+
+    def programs(self, stack: Stack) -> list[GoModuleBuild]:
+        return stack_adapter(stack).host_programs(stack)
 
     def build(self, stack: Stack, ctx: RunContext) -> None:
         """Everything ``up`` makes before it starts anything (base image, programs built on

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Collection
 
+from pytest_stacks.gobuild import GoModuleBuild
 from pytest_stacks.manifest import Stack
 from pytest_stacks.providers import fake_factory
 from pytest_stacks.providers.base import Attached, RunContext, StackInfo
@@ -16,6 +17,9 @@ from pytest_stacks.providers.base import Attached, RunContext, StackInfo
 class FakeProvider:
     def preflight(self, stack: Stack, ctx: RunContext) -> None:
         fake_factory(stack)  # no fake for the backend: an infrastructure error now, not later
+
+    def programs(self, stack: Stack) -> list[GoModuleBuild]:
+        return []
 
     def build(self, stack: Stack, ctx: RunContext) -> None:
         self.preflight(stack, ctx)  # an in-process double has nothing to build

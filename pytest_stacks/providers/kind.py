@@ -113,6 +113,18 @@ class KindProvider:
             preflight.base_obtainable(stack.base_image)
         preflight.go_toolchain()
 
+    def programs(self, stack: Stack) -> list[gobuild.GoModuleBuild]:
+        """kind itself, the operator, and the node image's programs when it is built here."""
+        assert stack.kind is not None
+        found = [tools_build(stack)]
+        build = stack.kind.node_build
+        if build is not None:
+            pins = kind_node_image.pins(build.directory, dict(build.build_args),
+                                        f"stack {stack.name}")
+            found += [*kind_node_image.program_builds(pins).values(),
+                      builds.mpi_operator(f"v{stack.kind.operator_version}")]
+        return found
+
     def build(self, stack: Stack, ctx: RunContext) -> None:
         """Everything ``up`` makes before kind creates the cluster: kind and the operator's
         manifest, the node image (or its pull), the worker and operator images."""

@@ -148,21 +148,24 @@ def static_image(context: Path, binary: Path, reference: str, *, entrypoint: str
          f"building {reference}")
 
 
+def program_builds(p: dict[str, str]) -> dict[str, gobuild.GoModuleBuild]:
+    """The Go module builds a node image of these pins holds (the pause program aside)."""
+    k8s = p["K8S_VERSION"]
+    return {"control-plane": builds.control_plane(k8s), "node": builds.node(k8s),
+            "kubeadm": builds.kubeadm(k8s), "etcd": builds.etcd(p["ETCD_VERSION"]),
+            "coredns": builds.coredns(p["COREDNS_VERSION"]),
+            "crictl": builds.crictl(p["CRI_TOOLS_VERSION"])}
+
+
 def ensure_node_image(folder: Path, build_args: dict[str, str], base: str, *,
                       where: str, timeout: float) -> KindNodeImage:
     """The node image for ``folder`` (``stacks/kind-node``) at these pins, built on first use."""
     p = pins(folder, build_args, where)
     k8s = p["K8S_VERSION"]
-    programs = {
-        "control-plane": gobuild.ensure_built(builds.control_plane(k8s), timeout=timeout),
-        "node": gobuild.ensure_built(builds.node(k8s), timeout=timeout),
-        "kubeadm": gobuild.ensure_built(builds.kubeadm(k8s), timeout=timeout),
-        "etcd": gobuild.ensure_built(builds.etcd(p["ETCD_VERSION"]), timeout=timeout),
-        "coredns": gobuild.ensure_built(builds.coredns(p["COREDNS_VERSION"]), timeout=timeout),
-        "crictl": gobuild.ensure_built(builds.crictl(p["CRI_TOOLS_VERSION"]), timeout=timeout),
-        "pause": gobuild.ensure_local_built("pause", (folder / PAUSE_SOURCE).resolve(),
-                                            timeout=timeout),
-    }
+    programs = {name: gobuild.ensure_built(build, timeout=timeout)
+                for name, build in program_builds(p).items()}
+    programs["pause"] = gobuild.ensure_local_built("pause", (folder / PAUSE_SOURCE).resolve(),
+                                                   timeout=timeout)
     key_text = "\0".join([*(f"{k}={v.name}" for k, v in sorted(programs.items())),
                           folder_digest(folder), dockerutil.image_id(base), RECIPE])
     key = hashlib.sha256(key_text.encode()).hexdigest()[:16]

@@ -29,6 +29,7 @@ from pytest_stacks.backends.htcondor.driver import HTCondorClient
 from pytest_stacks.backends.htcondor.remote_cli import RemoteCliSchedd
 from pytest_stacks.contract import JobClient
 from pytest_stacks.errors import InfrastructureError
+from pytest_stacks.gobuild import GoModuleBuild
 from pytest_stacks.manifest import Stack
 from pytest_stacks.polling import poll_until
 from pytest_stacks.transports import Transport
@@ -79,6 +80,9 @@ def pool_can_run(schedds: str, slots: str) -> str:
 
 
 class HTCondorComposeAdapter:
+    def host_programs(self, stack: Stack) -> list[GoModuleBuild]:
+        return []
+
     def host_environment(self, stack: Stack, timeout: float) -> dict[str, str]:
         """Nothing: the image holds everything (Debian packages)."""
         return {}

@@ -43,13 +43,6 @@ KUBECTL = "/opt/k8s/kubernetes/bin/kubectl"
 NODE_CONFIGURATION = "controlplane-kubelet"
 NODE_NAME = "pytest-stacks-node"
 COREDNS = "/opt/k8s/coredns/bin/coredns"
-KWOK_STAGES = {
-    "node-initialize.yaml": "kustomize/stage/node/fast/node-initialize.yaml",
-    "node-heartbeat-with-lease.yaml":
-        "kustomize/stage/node/heartbeat-with-lease/node-heartbeat-with-lease.yaml",
-    "pod-ready.yaml": "kustomize/stage/pod/fast/pod-ready.yaml",
-    "pod-delete.yaml": "kustomize/stage/pod/fast/pod-delete.yaml",
-}
 
 
 def _pin(stack: Stack, arg: str) -> str:
@@ -78,11 +71,7 @@ def control_plane_builds(stack: Stack) -> dict[str, GoModuleBuild]:
         builds["node"] = k8s_builds.node(k8s)
         builds["coredns"] = k8s_builds.coredns(_pin(stack, "COREDNS_VERSION"))
     else:
-        kwok = _pin(stack, "KWOK_VERSION")
-        builds["kwok"] = GoModuleBuild(
-            f"kwok-{kwok}", {"sigs.k8s.io/kwok": kwok}, {"kwok": "sigs.k8s.io/kwok/cmd/kwok"},
-            ("-s", "-w"), files={out: f"sigs.k8s.io/kwok:{inside}"
-                                 for out, inside in KWOK_STAGES.items()})
+        builds["kwok"] = k8s_builds.kwok(_pin(stack, "KWOK_VERSION"), k8s)
     return builds
 
 
@@ -151,6 +140,9 @@ def reap_dead_runs(client: KubernetesClient, run_dir: Path) -> list[str]:
 
 
 class ControlPlaneAdapter:
+    def host_programs(self, stack: Stack) -> list[GoModuleBuild]:
+        return list(control_plane_builds(stack).values())
+
     def host_environment(self, stack: Stack, timeout: float) -> dict[str, str]:
         """Build (once per version) and hand the compose file each program folder; a real
         node also gets the folder of its image tars and the pause image's name."""

@@ -92,6 +92,27 @@ def crictl(version: str) -> GoModuleBuild:
                          ("-s", "-w", f"-X sigs.k8s.io/cri-tools/pkg/version.Version={version}"))
 
 
+#: kwok's stage files the control plane loads (kwok's own binary has no built-in stages).
+KWOK_STAGES = {
+    "node-initialize.yaml": "kustomize/stage/node/fast/node-initialize.yaml",
+    "node-heartbeat-with-lease.yaml":
+        "kustomize/stage/node/heartbeat-with-lease/node-heartbeat-with-lease.yaml",
+    "pod-ready.yaml": "kustomize/stage/pod/fast/pod-ready.yaml",
+    "pod-delete.yaml": "kustomize/stage/pod/fast/pod-delete.yaml",
+}
+
+
+def kwok(version: str, kubernetes: str) -> GoModuleBuild:
+    """kwok (simulated nodes: infrastructure of the stack, not under test), with its Kubernetes
+    modules at the stack's own patch release, so they compile once for both."""
+    published = "v0." + kubernetes.lstrip("v").split(".", 1)[1]  # v1.36.3 -> v0.36.3
+    return GoModuleBuild(
+        f"kwok-{version}", {"sigs.k8s.io/kwok": version}, {"kwok": "sigs.k8s.io/kwok/cmd/kwok"},
+        ("-s", "-w"), files={out: f"sigs.k8s.io/kwok:{inside}"
+                             for out, inside in KWOK_STAGES.items()},
+        patch_align=("sigs.k8s.io/kwok", published))
+
+
 def mpi_operator(version: str) -> GoModuleBuild:
     return GoModuleBuild(
         f"mpi-operator-{version}", {"github.com/kubeflow/mpi-operator": version},

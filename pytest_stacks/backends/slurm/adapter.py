@@ -8,6 +8,7 @@ from pathlib import Path
 
 from pytest_stacks.backends.slurm.driver import SlurmClient
 from pytest_stacks.contract import JobClient
+from pytest_stacks.gobuild import GoModuleBuild
 from pytest_stacks.manifest import Stack
 from pytest_stacks.polling import poll_until
 from pytest_stacks.transports import Transport
@@ -18,6 +19,9 @@ LOG_FILES = ("/var/log/slurm/slurmctld.log", "/var/log/slurm/slurmd.log",
 
 
 class SlurmComposeAdapter:
+    def host_programs(self, stack: Stack) -> list[GoModuleBuild]:
+        return []
+
     def host_environment(self, stack: Stack, timeout: float) -> dict[str, str]:
         """Nothing: the image holds everything (Debian packages)."""
         return {}
