@@ -182,99 +182,28 @@ def cmd_logs(args: argparse.Namespace) -> int:
 
 def cmd_build(args: argparse.Namespace) -> int:
     """Prepare stacks ahead of a run: every image and program their bring-up needs, built
-    (several stacks at once; shared builds once), nothing started."""
-    import tempfile
-    from concurrent.futures import ThreadPoolExecutor
-    from pathlib import Path
-
-    from pytest_stacks import cancellation
-    from pytest_stacks.lifecycle import new_run_id
-    from pytest_stacks.providers import provider_for
-    from pytest_stacks.providers.base import RunContext
+    (several stacks at once; shared builds once), nothing started; ``--programs-only``: the
+    Go programs alone, which need no engine."""
+    from pytest_stacks.lifecycle import prepare
 
     chosen = [s for s in select(manifest(args), args.names) if not s.is_fake]
     if not chosen:
         print("nothing to build: the stacks named are in-process fakes")
         return 0
-    if args.programs_only:
-        return _build_programs(chosen)
     stop_listening = progress.listen(_stderr_lines)
     previous = signals.sigterm_as_interrupt()  # a killed build kills what it started
-    failed: dict[str, str] = {}
-
-    def build(stack: Any, ctx: RunContext) -> None:
-        with progress.for_stack(stack.name), progress.step("build"):
-            provider_for(stack).build(stack, ctx)
-
     try:
-        with tempfile.TemporaryDirectory(prefix="pytest-stacks-build-") as folder, \
-                ThreadPoolExecutor(max_workers=min(len(chosen), 8),
-                                   thread_name_prefix="pytest-stacks-build") as pool:
-            ctx = RunContext.for_this_process(new_run_id(), Path(folder))
-            futures = {stack.name: pool.submit(build, stack, ctx) for stack in chosen}
-            try:
-                for name, future in futures.items():
-                    try:
-                        future.result()
-                    except Exception as exc:
-                        failed[name] = str(exc)
-            except KeyboardInterrupt:
-                cancellation.cancel()  # the builds' children die; the threads then end
-                raise
+        if args.programs_only:
+            failed = prepare.build_programs(chosen)
+        else:
+            failed = prepare.build_stacks(chosen)
     finally:
-        cancellation.reset()
         stop_listening()
         signals.restore(previous)
-    for stack in chosen:
-        print(f"{stack.name}: " + (f"FAILED: {failed[stack.name]}" if stack.name in failed
-                                   else "built"))
-    return 1 if failed else 0
-
-
-#: The Go builds that take longest on a new machine start first (name prefixes).
-_LONGEST_FIRST = ("kubernetes-v", "mpi-operator-", "kwok-", "coredns-", "cri-tools-",
-                  "etcd-", "kubernetes-node-", "kubernetes-kubeadm-", "kind-")
-
-
-def _build_programs(chosen: list[Any]) -> int:
-    """Only the Go programs of these stacks, two builds at once, the longest first: no engine
-    is needed, so a machine starts them while it is still being set up."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    from pytest_stacks import cancellation, gobuild
-    from pytest_stacks.providers import provider_for
-
-    wanted: dict[str, Any] = {}
-    for stack in chosen:
-        for build in provider_for(stack).programs(stack):
-            wanted.setdefault(build.name, build)
-
-    def rank(name: str) -> int:
-        return next((i for i, p in enumerate(_LONGEST_FIRST) if name.startswith(p)),
-                    len(_LONGEST_FIRST))
-
-    stop_listening = progress.listen(_stderr_lines)
-    previous = signals.sigterm_as_interrupt()
-    failed: dict[str, str] = {}
-    try:
-        with ThreadPoolExecutor(max_workers=2, thread_name_prefix="pytest-stacks-go") as pool:
-            futures = {name: pool.submit(gobuild.ensure_built, wanted[name])
-                       for name in sorted(wanted, key=rank)}
-            try:
-                for name, future in futures.items():
-                    try:
-                        future.result()
-                    except Exception as exc:
-                        failed[name] = str(exc)
-            except KeyboardInterrupt:
-                cancellation.cancel()
-                raise
-    finally:
-        cancellation.reset()
-        stop_listening()
-        signals.restore(previous)
-    for name in wanted:
-        print(f"{name}: " + (f"FAILED: {failed[name]}" if name in failed else "built"))
+    for name, error in failed.items():
+        print(f"{name}: FAILED: {error}")
+    print(f"built: {', '.join(s.name for s in chosen)}" if not failed else
+          f"{len(failed)} build(s) failed")
     return 1 if failed else 0
 
 

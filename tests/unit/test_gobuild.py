@@ -40,3 +40,25 @@ def test_coredns_is_built_with_the_plugins_the_clusters_corefiles_use() -> None:
     for _, package in builds.COREDNS_PLUGINS:
         assert f'"github.com/coredns/coredns/plugin/{package}"' in main
     assert "core/plugin\"" not in main  # CoreDNS's every-plugin import is not pulled in
+
+
+def test_programs_of_several_stacks_build_once_each_the_longest_first(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """pytest-stacks build --programs-only over the repository's Kubernetes stacks: every Go
+    build once (three stacks share the control plane), Kubernetes itself first."""
+    from pathlib import Path
+
+    from pytest_stacks.lifecycle import prepare
+    from pytest_stacks.manifest import load
+
+    started: list[str] = []
+    monkeypatch.setattr(gobuild, "ensure_built",
+                        lambda build, **_: started.append(build.name) or Path("/nowhere"))
+    manifest = load(Path(__file__).resolve().parents[2] / "manifest.yaml")
+    stacks = [s for s in manifest.stacks if s.name in (
+        "k8s-1.36-mpi-0.8", "k8s-1.36-node-mpi-0.8", "kind-1.36-local-mpi-0.8")]
+    assert prepare.build_programs(stacks) == {}
+    assert len(started) == len(set(started)) >= 8
+    assert started[0] == "kubernetes-v1.36.3"
+    assert {"kwok-v0.8.0", "mpi-operator-v0.8.2", "coredns-v1.14.7", "cri-tools-v1.37.0",
+            "kubernetes-node-v1.36.3", "kubernetes-kubeadm-v1.36.3"} <= set(started)
