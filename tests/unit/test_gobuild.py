@@ -59,6 +59,6 @@ def test_programs_of_several_stacks_build_once_each_the_longest_first(
         "k8s-1.36-mpi-0.8", "k8s-1.36-node-mpi-0.8", "kind-1.36-local-mpi-0.8")]
     assert prepare.build_programs(stacks) == {}
     assert len(started) == len(set(started)) >= 8
-    assert started[0] == "kubernetes-v1.36.3"
+    assert "kubernetes-v1.36.3" in started[:2]  # two at once: submitted first
     assert {"kwok-v0.8.0", "mpi-operator-v0.8.2", "coredns-v1.14.7", "cri-tools-v1.37.0",
             "kubernetes-node-v1.36.3", "kubernetes-kubeadm-v1.36.3"} <= set(started)
