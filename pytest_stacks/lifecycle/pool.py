@@ -14,6 +14,7 @@ Nothing here knows about pytest.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import time
 from collections.abc import Collection, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor, wait
@@ -86,8 +87,8 @@ class StackPool:
             raise
         except Exception as exc:
             raise InfrastructureError(stack.name, f"cannot attach: {exc}") from exc
-        attached.observed_version = record.observed_version
-        attached.client_version = record.client_version
+        attached = dataclasses.replace(attached, observed_version=record.observed_version,
+                                       client_version=record.client_version)
         self._attached[stack.name] = attached
         return attached
 
@@ -136,10 +137,11 @@ class StackPool:
                 attached.close()
             except Exception:  # gone or broken: start our own
                 continue
-            record.info.kept = True
-            record.startup_s = 0.0
-            self.run_dir.write_record(record)
-            return record
+            borrowed = StackRecord(record.stack, dataclasses.replace(record.info, kept=True),
+                                   record.observed_version, record.client_version, 0.0,
+                                   record.started_at)
+            self.run_dir.write_record(borrowed)
+            return borrowed
         return None
 
     def _bring_up(self, stack: Stack) -> StackRecord:

@@ -10,6 +10,7 @@ it, so the directories are private to this user.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import shutil
 import time
@@ -161,6 +162,6 @@ def kept_records(stack: str) -> list[StackRecord]:
             record = StackRecord.from_json(json.loads(path.read_text()))
         except (OSError, ValueError, KeyError, TypeError):
             continue
-        record.info.kept_run = path.parent.name
+        record.info = dataclasses.replace(record.info, kept_run=path.parent.name)
         found.append(record)
     return found

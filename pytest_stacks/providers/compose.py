@@ -12,6 +12,7 @@ labels to networks and volumes. The docker SDK does the rest (find, exec, copy, 
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import socket
@@ -143,9 +144,7 @@ class ComposeProvider:
         base, upstream, host_env = self._prepare(stack, ctx)
         if upstream or ctx.lane == "canary":
             return  # an upstream image is pulled, a canary built per run: nothing to keep
-        info = self._plan(stack, ctx, base, upstream)
-        info.env.update(host_env)
-        self._build(stack, info)
+        self._build(stack, self._plan(stack, ctx, base, upstream, host_env))
 
     def up(self, stack: Stack, ctx: RunContext) -> StackInfo:
         assert stack.compose is not None
@@ -153,30 +152,32 @@ class ComposeProvider:
             progress.say(f"could not remove what a dead run left: {problem}")
         base, upstream, host_env = self._prepare(stack, ctx)
         host_env.update(access_for(stack).environment(stack, ctx))
-        info = self._plan(stack, ctx, base, upstream)
-        info.env.update(host_env)
+        plan = self._plan(stack, ctx, base, upstream, host_env)
         try:
-            if not upstream:
-                self._build(stack, info)
+            built, build_s = (None, None) if upstream else self._build(stack, plan)
             with progress.step("compose up"):
-                started = dockerutil.run_cli([*self._base_cmd(info), "up", "-d", "--no-build"],
-                                             env=self._env(info), timeout=stack.timeouts.up)
+                started = dockerutil.run_cli([*self._base_cmd(plan), "up", "-d", "--no-build"],
+                                             env=self._env(plan), timeout=stack.timeouts.up)
             if started.returncode != 0:
                 raise InfrastructureError(
                     stack.name, f"`docker compose up` failed:\n{_tail(started.stderr)}",
-                    self._compose_logs(info))
-            self._serve(stack, ctx, info)
-            return info
+                    self._compose_logs(plan))
+            container, endpoints = self._serve(stack, ctx, plan)
         except BaseException:
-            if info.remove_image:
+            if plan.remove_image:
                 # The per-run canary image is removed by `down`, which a failed bring-up
                 # never reaches: take the half-started stack and the image away now.
                 reaper.sweep_run(ctx.run_id, stack.name)
-                dockerutil.run_cli(["rmi", "-f", info.image], timeout=120)
+                dockerutil.run_cli(["rmi", "-f", plan.image], timeout=120)
             raise
+        # The finished record, built once from what each step returned.
+        return dataclasses.replace(plan, built=built, build_s=build_s, container=container,
+                                   endpoints=endpoints)
 
-    def _plan(self, stack: Stack, ctx: RunContext, base: str, upstream: str) -> StackInfo:
-        """The compose invocation: project, files, ports, environment and image tag."""
+    def _plan(self, stack: Stack, ctx: RunContext, base: str, upstream: str,
+              host_env: dict[str, str] | None = None) -> StackInfo:
+        """The compose invocation (project, files, ports, environment, image tag): the part of
+        the stack's record known before anything starts."""
         assert stack.compose is not None
         build_args = dict(stack.compose.build_args)
         if ctx.lane == "canary" and stack.canary is not None:
@@ -195,16 +196,18 @@ class ComposeProvider:
             env["BASE_IMAGE"] = base
         if upstream:
             env["UPSTREAM_IMAGE"] = upstream
+        env.update(host_env or {})
         return StackInfo(
             provider="compose", project=project_name(stack, ctx),
             files=(str(_compose_file(stack)), str(_override(stack, ctx, ctx.run_dir))),
             env=env, ports=ports, image=upstream or f"pytest-stacks/{stack.backend}:{tag}",
             remove_image=canary_build)
 
-    def _serve(self, stack: Stack, ctx: RunContext, info: StackInfo) -> None:
-        """Wait for the backend's own readiness answer, then prepare the run (tokens)."""
+    def _serve(self, stack: Stack, ctx: RunContext, info: StackInfo
+               ) -> tuple[str, dict[str, str]]:
+        """Wait for the backend's own readiness answer, then prepare the run (tokens, the
+        route). Returns the service container's id and the endpoints users reach it by."""
         container = self._service_container(stack, info)
-        info.container = container.id
         transport = DockerExecTransport(container)
         adapter = stack_adapter(stack)
         try:
@@ -214,14 +217,15 @@ class ComposeProvider:
             raise InfrastructureError(
                 stack.name, f"daemons not ready after {stack.timeouts.ready:.0f}s: {exc}",
                 self._logs(stack, info, transport)) from None
-        info.endpoints.update(adapter.prepare(stack, transport, ctx.run_dir, info.ports))
+        endpoints = adapter.prepare(stack, transport, ctx.run_dir, info.ports)
         services = {c.labels.get("com.docker.compose.service", ""): DockerExecTransport(c)
                     for c in self._containers(info)}
         try:
-            info.endpoints.update(access_for(stack).endpoints(stack, ctx, info, services))
+            endpoints.update(access_for(stack).endpoints(stack, ctx, info, services))
         except InfrastructureError as exc:
             raise InfrastructureError(stack.name, exc.message, self._compose_logs(info)) \
                 from None
+        return str(container.id), endpoints
 
     def _containers(self, info: StackInfo, service: str | None = None) -> list[Any]:
         labels = [f"com.docker.compose.project={info.project}"]
@@ -245,20 +249,18 @@ class ComposeProvider:
                 return info.image == f"pytest-stacks/{stack.backend}:{tag}"
         return False
 
-    def _build(self, stack: Stack, info: StackInfo) -> None:
+    def _build(self, stack: Stack, info: StackInfo) -> tuple[bool, float | None]:
         """Build the stack's image unless its content tag exists. Stacks that share an image
         (a cluster reached directly and through a jump host) come up at once: one builds
-        under the image's lock, the others wait and find it built."""
+        under the image's lock, the others wait and find it built. Returns (built, seconds)."""
         if dockerutil.image_exists(info.image):
-            info.built = False  # content tag unchanged: nothing to rebuild
-            return
+            return False, None  # content tag unchanged: nothing to rebuild
         with dockerutil.build_lock(info.image):
             if dockerutil.image_exists(info.image):
-                info.built = False  # built meanwhile by a stack sharing it
-                return
-            self._build_now(stack, info)
+                return False, None  # built meanwhile by a stack sharing it
+            return True, self._build_now(stack, info)
 
-    def _build_now(self, stack: Stack, info: StackInfo) -> None:
+    def _build_now(self, stack: Stack, info: StackInfo) -> float:
         started = time.monotonic()
         extra = ["--no-cache"] if info.remove_image else []
         with progress.step(f"image build {info.image}"):
@@ -271,8 +273,7 @@ class ComposeProvider:
             raise InfrastructureError(
                 stack.name, f"image build failed at step: {_failed_step(output)}\n"
                 f"last lines of the build log:\n{_tail(output)}")
-        info.built = True
-        info.build_s = round(time.monotonic() - started, 1)
+        return round(time.monotonic() - started, 1)
 
     def _service_container(self, stack: Stack, info: StackInfo) -> Any:
         assert stack.compose is not None
