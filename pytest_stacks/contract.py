@@ -141,6 +141,19 @@ class Purger(Protocol):
         ...
 
 
+@runtime_checkable
+class Housekeeper(Protocol):
+    """Optional: a scheduler with a periodic pass over its queue that decides, among other
+    things, whether a finished job stays (HTCondor's periodic evaluation of ``LeaveJobInQueue``).
+    A test that must see what that pass does waits on the pass itself, not on a clock sized
+    for a slow machine."""
+
+    def await_housekeeping(self, timeout: float) -> None:
+        """Return once a periodic pass that began after this call has finished; raise
+        TimeoutError if the scheduler ran none within ``timeout`` seconds."""
+        ...
+
+
 class JobClient(Submitter, StatusReporter, OutputRetriever, Killer, Purger, Protocol):
     """The whole contract, as the repo's reference drivers implement it."""
 

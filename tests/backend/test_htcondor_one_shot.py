@@ -31,8 +31,8 @@ from pytest_stacks.manifest import Stack
 pytestmark = [pytest.mark.requires("submit", "status", "outputs"),
               pytest.mark.for_backend("htcondor")]
 
-#: The stacks' PERIODIC_EXPR_INTERVAL when the manifest does not say (stacks/htcondor sets 5).
-DEFAULT_PERIODIC_EXPR_INTERVAL = 5.0
+#: The stacks' PERIODIC_EXPR_INTERVAL when the manifest does not say (45-test-timers.conf sets 2).
+DEFAULT_PERIODIC_EXPR_INTERVAL = 2.0
 
 
 def _driver(backend: JobClient, stack: Stack, output_retrieval: str) -> Any:
@@ -83,7 +83,7 @@ def test_an_older_client_keeps_retrieval_repeatable(backend: JobClient, stack: S
     versions = driver.versions()
     handle, expression, token = _first_retrieval(driver, stack, tmp_path)
     assert version_tuple(versions["client"]) < ONE_SHOT_SINCE
-    time.sleep(_interval(stack) * 2.5)
+    driver.await_housekeeping(stack.timeouts.job)  # the schedd's periodic evaluation has run
     [second] = driver.fetch_outputs([handle], tmp_path / "second")
     assert second.ok, (f"observed: client {versions['client']} (before 25.8.2) against daemon "
                        f"{versions['daemon']}, LeaveJobInQueue = {expression!r}: the second "
@@ -147,7 +147,7 @@ def test_leave_in_queue_override_keeps_retrieval_repeatable(backend: JobClient, 
     try:
         [first] = driver.fetch_outputs([handle], tmp_path / "first")
         assert first.ok, f"first retrieval failed: {first.error}"
-        time.sleep(_interval(stack) * 2.5)  # past at least one periodic evaluation
+        driver.await_housekeeping(stack.timeouts.job)  # a periodic evaluation has run
         assert driver.in_queue([handle]) == [True], (
             f"observed: client {versions['client']}, daemon {versions['daemon']}, "
             f"leave_in_queue = {expression!r}: job {handle.job_id} left the queue after its "

@@ -115,13 +115,42 @@ def test_one_shot_second_fetch_is_a_per_job_error(make_client: Any, tmp_path: Pa
     assert ad["LeaveJobInQueue"] == NEW_LEAVE_IN_QUEUE
     [first] = client.fetch_outputs([handle], tmp_path / "1")
     assert first.ok, first.error
-    _past_evaluation()
+    client.await_housekeeping(timeout=10)  # the schedd's pass that lets the job leave
     assert client.in_queue([handle]) == [False]
     [second] = client.fetch_outputs([handle], tmp_path / "2")
     assert not second.ok and "one-shot" in second.error and "25.8.2" in second.error
     assert not (tmp_path / "2").exists()
     [status] = client.status([handle])
     assert status.state is JobState.COMPLETED  # read from history
+
+
+def test_housekeeping_returns_after_the_schedds_own_pass(make_client: Any) -> None:
+    """The witness leaves by the schedd's periodic evaluation, never by our hand."""
+    client = make_client()
+    schedd = client.schedd
+    evaluations = []
+    evaluate = schedd._evaluate_periodic
+    schedd._evaluate_periodic = lambda: (evaluations.append(1), evaluate())[1]
+    client.await_housekeeping(timeout=10)
+    assert evaluations, "returned before the schedd ran a periodic evaluation"
+    witness_only = "JobBatchName == \"pytest-stacks-witness\""
+    [witness] = (schedd.query(witness_only, ["JobStatus", "RemoveReason"])
+                 or schedd.history(witness_only, ["JobStatus", "RemoveReason"]))
+    assert witness["JobStatus"] == 3
+    assert "PeriodicRemove" in witness["RemoveReason"]
+    assert not list((client._job_root).glob("witness-*")), "the witness's files were left"
+
+
+def test_housekeeping_times_out_and_leaves_no_witness(tmp_path: Path) -> None:
+    schedd = FakeSchedd("23.9.6", periodic_expr_interval=3600, removed_linger=0)
+    try:
+        client = HTCondorClient(schedd, "fake-htcondor", tmp_path / "run")
+        with pytest.raises(TimeoutError, match="no periodic evaluation within"):
+            client.await_housekeeping(timeout=0.3)
+        [ad] = schedd.query("true", ["JobStatus", "RemoveReason"]) or [{"JobStatus": 3}]
+        assert ad["JobStatus"] == 3, "the witness was left in the queue, not removed"
+    finally:
+        schedd.close()
 
 
 def test_one_shot_option_with_an_older_client_stays_repeatable(make_client: Any,

@@ -69,6 +69,7 @@ from pytest_stacks.contract import (
     SubmitResult,
 )
 from pytest_stacks.errors import BackendCallError
+from pytest_stacks.polling import poll_until
 
 if TYPE_CHECKING:
     from pytest_stacks.manifest import Stack
@@ -369,6 +370,45 @@ class HTCondorClient:
                 local.forget()
             final.append(ActionResult(handle))
         return final
+
+    # -------------------------------------------------------------- housekeeping
+
+    def await_housekeeping(self, timeout: float) -> None:
+        """Return once the schedd has run a periodic evaluation that began after this call.
+
+        The schedd says when, not a clock of ours: a witness job is submitted on hold (it
+        never runs) with ``periodic_remove = true``, which only
+        a periodic evaluation acts on. That evaluation walks the whole queue in one pass of a
+        single-threaded daemon, so once the witness reads as removed, every other job's
+        periodic policy (``LeaveJobInQueue`` among them) has been evaluated after this call,
+        however the schedd stretched its interval (``PERIODIC_EXPR_TIMESLICE``) under load.
+        """
+        root = self._job_root / f"witness-{uuid.uuid4().hex[:12]}"
+        try:
+            description = describe_job(JobSpec(script="true\n", name="pytest-stacks-witness"),
+                                       root, None)
+            # Held at submit: a CLI that spools at submit would otherwise release it to run.
+            description.update({"hold": "true", "periodic_remove": "true"})
+            submitted = self._call("submit the periodic-evaluation witness",
+                                   self._schedd.submit, description, spool=True, count=1)
+            [witness] = submitted.job_ids
+
+            def ask() -> list[dict[str, Any]]:
+                return list(self._call("query", self._schedd.query,
+                                       job_constraint([witness]), ["JobStatus"]))
+
+            try:
+                poll_until(ask, lambda ads: not ads or ads[0].get("JobStatus") == 3,
+                           timeout=timeout, interval=0.5, first_interval=0.1,
+                           on_timeout=lambda ads: (
+                               f"the schedd ran no periodic evaluation within {timeout:.0f}s: "
+                               f"witness job {witness} is still {ads}"))
+            except TimeoutError:
+                with contextlib.suppress(ScheddError):
+                    self._schedd.act("remove", [witness], "pytest-stacks: witness timed out")
+                raise
+        finally:
+            shutil.rmtree(root, ignore_errors=True)
 
     # -------------------------------------------------------------- diagnostics
 

@@ -55,7 +55,13 @@ class Job:
             self.ad["EnteredCurrentStatus"] = int(time.time())
 
     def leave_in_queue(self, now: int) -> bool:
-        policy = self.ad.get("LeaveJobInQueue", False)
+        return self._policy("LeaveJobInQueue", now)
+
+    def periodic_remove(self, now: int) -> bool:
+        return self._policy("PeriodicRemove", now)
+
+    def _policy(self, attribute: str, now: int) -> bool:
+        policy = self.ad.get(attribute, False)
         if isinstance(policy, Expr):
             return policy.is_true(self.ad, now)
         return truthy(policy)

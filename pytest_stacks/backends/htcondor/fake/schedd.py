@@ -181,18 +181,21 @@ class FakeSchedd:
                 if job.status == 3:
                     totals["TotalAlreadyDone"] += 1
                     continue
-                if job.status == 2:  # the starter kills the job with SIGTERM
-                    job.ad.update({"ExitBySignal": True, "ExitSignal": 15})
-                    job.ad.pop("ExitCode", None)
-                job.stop()
-                job.ad["RemoveReason"] = (f"{reason or 'Python-initiated action'} "
-                                          f"(by user {self.owner})")
-                job.set_status(3)
-                job.removed_at = time.monotonic()
+                self._remove(job, f"{reason or 'Python-initiated action'} "
+                                  f"(by user {self.owner})")
                 totals["TotalSuccess"] += 1
                 totals["TotalChangedAds"] += 1
-                self._log_line(f"Job {job_id} marked for removal")
             return totals
+
+    def _remove(self, job: Job, reason: str) -> None:
+        if job.status == 2:  # the starter kills the job with SIGTERM
+            job.ad.update({"ExitBySignal": True, "ExitSignal": 15})
+            job.ad.pop("ExitCode", None)
+        job.stop()
+        job.ad["RemoveReason"] = reason
+        job.set_status(3)
+        job.removed_at = time.monotonic()
+        self._log_line(f"Job {job.job_id} marked for removal")
 
     def edit(self, job_ids: Sequence[str], attribute: str, value: str) -> int:
         with self._lock:
@@ -343,6 +346,10 @@ class FakeSchedd:
         for job in list(self._queue.values()):
             if job.status == 4 and not job.leave_in_queue(now):
                 self._leave_queue(job)
+            elif job.status in (1, 2, 5) and job.periodic_remove(now):
+                expression = job.ad["PeriodicRemove"]
+                self._remove(job, f"The job attribute PeriodicRemove expression "
+                                  f"'{expression}' evaluated to TRUE")
 
     def _reap_removed(self) -> None:
         # A removed job leaves once its shadow is gone: about 0.3 s on 23.9.6, not tied to

@@ -176,6 +176,12 @@ def _optional_attributes(ad: dict[str, Any], desc: Mapping[str, str],
         ad["JobBatchName"] = expand(desc["batch_name"])
     if "allowed_execute_duration" in desc:
         ad["AllowedExecuteDuration"] = int(desc["allowed_execute_duration"])
+    if "periodic_remove" in desc:
+        try:
+            ad["PeriodicRemove"] = Expr(expand(desc["periodic_remove"]))
+        except ClassAdSyntaxError as exc:
+            raise ScheddError(f"Submit:0:Parse error in expression periodic_remove: "
+                              f"{exc}") from exc
 
 
 def _leave_in_queue(desc: Mapping[str, str], client_version: str) -> Expr:
