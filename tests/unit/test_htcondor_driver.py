@@ -10,12 +10,14 @@ from typing import Any
 
 import pytest
 
+from pytest_stacks.backends.htcondor.api import ScheddError
 from pytest_stacks.backends.htcondor.driver import (
     NEW_LEAVE_IN_QUEUE,
     OLD_LEAVE_IN_QUEUE,
     HTCondorClient,
 )
 from pytest_stacks.backends.htcondor.fake import FakeSchedd
+from pytest_stacks.backends.htcondor.translate import describe_job
 from pytest_stacks.contract import JobHandle, JobSpec, JobState, submitted, wait_for
 from pytest_stacks.errors import BackendCallError
 
@@ -134,11 +136,20 @@ def test_housekeeping_returns_after_the_schedds_own_pass(make_client: Any) -> No
     client.await_housekeeping(timeout=10)
     assert evaluations, "returned before the schedd ran a periodic evaluation"
     witness_only = "JobBatchName == \"pytest-stacks-witness\""
-    [witness] = (schedd.query(witness_only, ["JobStatus", "RemoveReason"])
-                 or schedd.history(witness_only, ["JobStatus", "RemoveReason"]))
+    wanted = ["JobStatus", "RemoveReason", "NumJobStarts"]
+    [witness] = schedd.query(witness_only, wanted) or schedd.history(witness_only, wanted)
     assert witness["JobStatus"] == 3
+    assert witness["NumJobStarts"] == 0, "the witness ran: no slot may match it"
     assert "PeriodicRemove" in witness["RemoveReason"]
     assert not list((client._job_root).glob("witness-*")), "the witness's files were left"
+
+
+def test_a_spooled_submit_cannot_ask_for_hold(client: HTCondorClient, tmp_path: Path) -> None:
+    """As 23.9.6 refuses it (seen here): `hold = true` with spooling is a submit error."""
+    description = describe_job(JobSpec(script="true\n"), tmp_path / "job", None)
+    with pytest.raises(ScheddError, match="Cannot set hold to 'true' when using -remote or "
+                                          "-spool"):
+        client.schedd.submit({**description, "hold": "true"}, spool=True)
 
 
 def test_housekeeping_times_out_and_leaves_no_witness(tmp_path: Path) -> None:

@@ -376,8 +376,8 @@ class HTCondorClient:
     def await_housekeeping(self, timeout: float) -> None:
         """Return once the schedd has run a periodic evaluation that began after this call.
 
-        The schedd says when, not a clock of ours: a witness job is submitted on hold (it
-        never runs) with ``periodic_remove = true``, which only
+        The schedd says when, not a clock of ours: a witness job that no slot matches
+        (``requirements = false``: it stays idle) carries ``periodic_remove = true``, which only
         a periodic evaluation acts on. That evaluation walks the whole queue in one pass of a
         single-threaded daemon, so once the witness reads as removed, every other job's
         periodic policy (``LeaveJobInQueue`` among them) has been evaluated after this call,
@@ -387,10 +387,12 @@ class HTCondorClient:
         try:
             description = describe_job(JobSpec(script="true\n", name="pytest-stacks-witness"),
                                        root, None)
-            # Held at submit: a CLI that spools at submit would otherwise release it to run.
-            description.update({"hold": "true", "periodic_remove": "true"})
+            # Never matched, so it never runs (a spooled submit cannot ask for `hold`: "Cannot
+            # set hold to 'true' when using -remote or -spool"); idle until the evaluation.
+            description.update({"requirements": "false", "periodic_remove": "true"})
             submitted = self._call("submit the periodic-evaluation witness",
                                    self._schedd.submit, description, spool=True, count=1)
+            self._call("spool the periodic-evaluation witness", self._schedd.spool, submitted)
             [witness] = submitted.job_ids
 
             def ask() -> list[dict[str, Any]]:

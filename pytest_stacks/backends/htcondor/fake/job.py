@@ -60,6 +60,15 @@ class Job:
     def periodic_remove(self, now: int) -> bool:
         return self._policy("PeriodicRemove", now)
 
+    def matches_a_slot(self) -> bool:
+        """The fake's slots have no attributes of their own: only ``Requirements`` that are
+        false whatever the machine (``requirements = false``) keep a job idle; anything
+        that depends on the machine (undefined here) is taken as met."""
+        requirements = self.ad.get("Requirements")
+        if not isinstance(requirements, Expr):
+            return True
+        return requirements.eval(self.ad) is not False
+
     def _policy(self, attribute: str, now: int) -> bool:
         policy = self.ad.get(attribute, False)
         if isinstance(policy, Expr):

@@ -305,7 +305,7 @@ class FakeSchedd:
         for job in list(self._queue.values()):
             if running >= self.slots:
                 break
-            if job.status == 1:
+            if job.status == 1 and job.matches_a_slot():
                 self._start(job)
                 running += 1
 

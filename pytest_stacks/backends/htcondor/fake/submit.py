@@ -176,12 +176,17 @@ def _optional_attributes(ad: dict[str, Any], desc: Mapping[str, str],
         ad["JobBatchName"] = expand(desc["batch_name"])
     if "allowed_execute_duration" in desc:
         ad["AllowedExecuteDuration"] = int(desc["allowed_execute_duration"])
-    if "periodic_remove" in desc:
-        try:
-            ad["PeriodicRemove"] = Expr(expand(desc["periodic_remove"]))
-        except ClassAdSyntaxError as exc:
-            raise ScheddError(f"Submit:0:Parse error in expression periodic_remove: "
-                              f"{exc}") from exc
+    if desc.get("hold", "false").lower() in ("true", "1"):
+        # Every fake submit is spooled (23.9.6 and 25.14 clients alike refuse this).
+        raise ScheddError("Submit:-1:Cannot set hold to 'true' when using -remote or -spool")
+    for key, attribute in (("periodic_remove", "PeriodicRemove"),
+                           ("requirements", "Requirements")):
+        if key in desc:
+            try:
+                ad[attribute] = Expr(expand(desc[key]))
+            except ClassAdSyntaxError as exc:
+                raise ScheddError(f"Submit:0:Parse error in expression {key}: "
+                                  f"{exc}") from exc
 
 
 def _leave_in_queue(desc: Mapping[str, str], client_version: str) -> Expr:
