@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import shutil
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -61,6 +62,9 @@ class KindNodeImage:
     kubernetes: str
     etcd: str
     coredns: str
+    #: Images of this machine's engine already in the node's containerd (the MPI worker and
+    #: the operator): a cluster of this node needs no ``kind load`` of them.
+    preloaded: tuple[str, ...] = ()
 
     def cluster_config(self, nodes: int = 1) -> str:
         return cluster_config(self, nodes)
@@ -158,18 +162,28 @@ def program_builds(p: dict[str, str]) -> dict[str, gobuild.GoModuleBuild]:
 
 
 def ensure_node_image(folder: Path, build_args: dict[str, str], base: str, *,
-                      where: str, timeout: float) -> KindNodeImage:
-    """The node image for ``folder`` (``stacks/kind-node``) at these pins, built on first use."""
+                      where: str, timeout: float, preload: Sequence[str] = ()
+                      ) -> KindNodeImage:
+    """The node image for ``folder`` (``stacks/kind-node``) at these pins, built on first use.
+
+    ``preload``: images of the engine (built here before this call) imported into the node's
+    containerd with the components, so every cluster of this node has them from its start
+    instead of a ``kind load`` of each at each bring-up; their image ids are part of the key,
+    so a rebuilt worker image makes a new node image.
+    """
     p = pins(folder, build_args, where)
     k8s = p["K8S_VERSION"]
     programs = {name: gobuild.ensure_built(build, timeout=timeout)
                 for name, build in program_builds(p).items()}
     programs["pause"] = gobuild.ensure_local_built("pause", (folder / PAUSE_SOURCE).resolve(),
                                                    timeout=timeout)
+    preloaded = tuple(sorted(set(preload)))
     key_text = "\0".join([*(f"{k}={v.name}" for k, v in sorted(programs.items())),
+                          *(f"preload={r}@{dockerutil.image_id(r)}" for r in preloaded),
                           folder_digest(folder), dockerutil.image_id(base), RECIPE])
     key = hashlib.sha256(key_text.encode()).hexdigest()[:16]
-    image = KindNodeImage(f"{NODE_IMAGE}:{key}", k8s, p["ETCD_VERSION"], p["COREDNS_VERSION"])
+    image = KindNodeImage(f"{NODE_IMAGE}:{key}", k8s, p["ETCD_VERSION"], p["COREDNS_VERSION"],
+                          preloaded)
     if dockerutil.image_exists(image.reference):
         return image
     lock = gobuild.cache_root().parent / "images" / f"kind-node-{key}.lock"
@@ -212,8 +226,8 @@ def _build(folder: Path, p: dict[str, str], programs: dict[str, Path], image: Ki
               f"--build-arg=BASE_IMAGE={base}", str(tools_context)], timeout,
              "building the kube-proxy/tools image")
         images_tar = work / "images.tar"
-        _run(["save", "-o", str(images_tar), *components.values(), pause, tools], timeout,
-             "saving the component images")
+        _run(["save", "-o", str(images_tar), *components.values(), pause, tools,
+              *image.preloaded], timeout, "saving the component and preloaded images")
 
         context = work / "node"
         shutil.copytree(folder, context, ignore=shutil.ignore_patterns("README.md"))

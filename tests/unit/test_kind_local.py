@@ -253,11 +253,12 @@ def offline(monkeypatch: pytest.MonkeyPatch, kind_tools: Path) -> Path:
     monkeypatch.setattr(dockerutil, "docker_cli", lambda: "/usr/bin/docker")
     built: list[tuple[Path, str]] = []
 
-    def build(folder: Path, args: dict[str, str], base: str, **_: object
-              ) -> kind_node_image.KindNodeImage:
+    def build(folder: Path, args: dict[str, str], base: str, *, preload: Sequence[str] = (),
+              **_: object) -> kind_node_image.KindNodeImage:
         built.append((folder, base))
         return kind_node_image.KindNodeImage("pytest-stacks/kind-node:abc", args["K8S_VERSION"],
-                                             args["ETCD_VERSION"], args["COREDNS_VERSION"])
+                                             args["ETCD_VERSION"], args["COREDNS_VERSION"],
+                                             tuple(preload))
     monkeypatch.setattr(kind_node_image, "ensure_node_image", build)
     return tools
 
@@ -279,13 +280,41 @@ def test_up_with_a_built_node_image_uses_kind_with_its_config_and_the_shim(
     config = Path(create[create.index("--config") + 1])
     assert "failCgroupV1: false" in config.read_text()
     operator = f"{kind_node_image.REPOSITORY}/mpi-operator:"
-    assert any(f"load docker-image {operator}" in c for c in commands)
+    # Our operator build is in the node image built here; a worker image this stack does not
+    # build (no compose folder) is loaded into the cluster.
+    loaded = [c.split(" load docker-image ")[1] for c in commands if " load docker-image " in c]
+    assert loaded == [f"pytest-stacks/mpi-worker:openmpi-5 --name {info.project}"], loaded
     apply = next(c for c in runner.calls if "apply" in c)
     assert apply[0] == str(offline / "bin/kubectl")  # our build, not the host's kubectl
     assert operator in Path(apply[-1]).read_text()
     assert info.endpoints["kubelet_version"] == "1.36.3"
     assert info.endpoints["operator_version"] == "0.8.2"
     assert info.endpoints["container_runtime"] == "containerd://1.6.20"
+
+
+def test_a_worker_built_here_is_in_the_node_image_and_nothing_is_loaded(
+        ctx: RunContext, offline: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    built: list[str] = []
+    monkeypatch.setattr(dockerutil, "ensure_built_image",
+                        lambda reference, *a, **k: built.append(reference))
+    preloads: list[tuple[str, ...]] = []
+    make = kind_node_image.ensure_node_image
+
+    def node_image(*args: object, **kwargs: object) -> kind_node_image.KindNodeImage:
+        image = make(*args, **kwargs)  # type: ignore[arg-type]
+        preloads.append(image.preloaded)
+        return image
+    monkeypatch.setattr(kind_node_image, "ensure_node_image", node_image)
+    text = manifest(NODE_BUILD).replace(
+        "    kind:\n", f"    base_image: {BASE}\n    compose: {{directory: stacks/mpi-worker, "
+                      f"service: worker}}\n    kind:\n", 1)
+    stack = loads(text, REPO / "m.yaml").stacks[0]
+    runner = Cluster()
+    kind.KindProvider(runner).up(stack, ctx)
+    [preloaded] = preloads
+    assert "pytest-stacks/mpi-worker:openmpi-5" in preloaded and built
+    assert any(r.startswith(f"{kind_node_image.REPOSITORY}/mpi-operator:") for r in preloaded)
+    assert not any(" load " in " ".join(c) for c in runner.calls), runner.calls
 
 
 def test_an_engine_that_allows_privileged_runs_kind_itself(
