@@ -4,22 +4,21 @@ from its pinned release manifest and a worker image (OpenMPI + sshd) built from 
 Two kinds of node image. ``kind.node_image`` is kind's own, pulled by digest: the path on
 GitHub-hosted runners and laptops with a registry (without one, ``up`` fails in seconds with
 that reason, an infrastructure error, never a hang). ``kind.node_build`` is a node image built
-on this host (:mod:`pytest_stacks.providers.kind_node_image`); then the operator image is our
-build of the pinned operator, and both it and the worker image are imported into the node
-image when it is built (no ``kind load`` at bring-up); nothing comes from a registry.
-Either way it is kind itself that creates, loads into, exports the logs of and deletes the
-cluster. Where the engine refuses ``--privileged`` (kind asks it for every node),
-kind runs with :mod:`pytest_stacks.providers.kind_docker` as its ``docker``.
+on this host (:mod:`pytest_stacks.providers.kind_node_image`), which holds our build of the
+pinned operator and the worker image (no ``kind load`` at bring-up, nothing from a registry).
+Either way kind itself creates, loads into, exports the logs of and deletes the cluster. Where
+the engine refuses ``--privileged`` (kind asks it for every node), kind runs with
+:mod:`pytest_stacks.providers.kind_docker` as its ``docker``.
 
 kind has no labels of its own for clusters, so run ownership is carried in the cluster name
 (``pst-<run>-<stack>``) and in an owner record beside the run directories
 (:mod:`~pytest_stacks.providers.kind_owners`); the reaper deletes dead runs' clusters and never
-a live run's. Each cluster gets a docker network of its own
-(``KIND_EXPERIMENTAL_DOCKER_NETWORK``, named like the cluster, carrying our run and owner
-labels) that goes with it, so the machine-wide reaper finds a dead run's cluster even without
-its owner record; kind's shared ``kind`` network is never used or touched. What the
-cluster runs is checked, not assumed: the node's kubelet and the API server must report the
-pinned Kubernetes version (for a built node image), and the operator its pinned version.
+a live run's. Each cluster gets a docker network of its own, named like the cluster, with our
+run and owner labels (``KIND_EXPERIMENTAL_DOCKER_NETWORK``), that goes with it, so the
+machine-wide reaper finds a dead run's cluster even without its owner record; kind's shared
+``kind`` network is never used or touched. What the cluster runs is checked, not assumed: the
+node's kubelet must report the pinned Kubernetes version (for a built node image), and the
+operator its pinned version.
 """
 
 from __future__ import annotations
@@ -188,8 +187,7 @@ class KindProvider:
             return _Node(stack.kind.node_image.reference, None, "kubectl", None)
         build = stack.kind.node_build
         assert build is not None
-        # The worker and the operator go into the node image itself: a `kind load` of the
-        # worker alone took about 28 s of every bring-up.
+        # Worker and operator go into the node image: `kind load` took ~30 s per bring-up.
         preload = [self._local_operator_image(stack)]
         if stack.kind.worker_image is not None and self._build_worker(stack):
             preload.append(stack.kind.worker_image.reference)

@@ -48,6 +48,8 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_stacks.backends.htcondor.api import Schedd, ScheddError, parse_condor_version
 from pytest_stacks.backends.htcondor.bindings import BindingsSchedd
+from pytest_stacks.backends.htcondor.diagnostics import describe_jobs
+from pytest_stacks.backends.htcondor.housekeeping import await_periodic_evaluation
 from pytest_stacks.backends.htcondor.local import LocalJob, Shared
 from pytest_stacks.backends.htcondor.translate import (
     ad_id,
@@ -69,7 +71,6 @@ from pytest_stacks.contract import (
     SubmitResult,
 )
 from pytest_stacks.errors import BackendCallError
-from pytest_stacks.polling import poll_until
 
 if TYPE_CHECKING:
     from pytest_stacks.manifest import Stack
@@ -374,69 +375,17 @@ class HTCondorClient:
     # -------------------------------------------------------------- housekeeping
 
     def await_housekeeping(self, timeout: float) -> None:
-        """Return once the schedd has run a periodic evaluation that began after this call.
-
-        The schedd says when, not a clock of ours: a witness job that no slot matches
-        (``requirements = false``: it stays idle) carries ``periodic_remove = true``, which only
-        a periodic evaluation acts on. That evaluation walks the whole queue in one pass of a
-        single-threaded daemon, so once the witness reads as removed, every other job's
-        periodic policy (``LeaveJobInQueue`` among them) has been evaluated after this call,
-        however the schedd stretched its interval (``PERIODIC_EXPR_TIMESLICE``) under load.
-        """
-        root = self._job_root / f"witness-{uuid.uuid4().hex[:12]}"
+        """Return once the schedd has run a periodic evaluation that began after this call
+        (:func:`~pytest_stacks.backends.htcondor.housekeeping.await_periodic_evaluation`)."""
         try:
-            description = describe_job(JobSpec(script="true\n", name="pytest-stacks-witness"),
-                                       root, None)
-            # Never matched, so it never runs (a spooled submit cannot ask for `hold`: "Cannot
-            # set hold to 'true' when using -remote or -spool"); idle until the evaluation.
-            description.update({"requirements": "false", "periodic_remove": "true"})
-            submitted = self._call("submit the periodic-evaluation witness",
-                                   self._schedd.submit, description, spool=True, count=1)
-            self._call("spool the periodic-evaluation witness", self._schedd.spool, submitted)
-            [witness] = submitted.job_ids
-
-            def ask() -> list[dict[str, Any]]:
-                return list(self._call("query", self._schedd.query,
-                                       job_constraint([witness]), ["JobStatus"]))
-
-            try:
-                poll_until(ask, lambda ads: not ads or ads[0].get("JobStatus") == 3,
-                           timeout=timeout, interval=0.5, first_interval=0.1,
-                           on_timeout=lambda ads: (
-                               f"the schedd ran no periodic evaluation within {timeout:.0f}s: "
-                               f"witness job {witness} is still {ads}"))
-            except TimeoutError:
-                with contextlib.suppress(ScheddError):
-                    self._schedd.act("remove", [witness], "pytest-stacks: witness timed out")
-                raise
-        finally:
-            shutil.rmtree(root, ignore_errors=True)
+            await_periodic_evaluation(self._schedd, self._job_root, timeout)
+        except ScheddError as exc:
+            raise BackendCallError(f"HTCondor periodic-evaluation witness failed: {exc}") from exc
 
     # -------------------------------------------------------------- diagnostics
 
     def describe_jobs(self, handles: Sequence[JobHandle]) -> str:
-        parts = []
-        for handle in handles:
-            constraint = job_constraint([handle.job_id])
-            try:
-                ads = self._schedd.query(constraint, [])
-                where = "queue"
-                if not ads:
-                    ads = self._schedd.history(constraint, [], match=1)
-                    where = "history"
-            except ScheddError as exc:
-                parts.append(f"--- job {handle.job_id}: cannot read its ad: {exc}")
-                continue
-            if not ads:
-                parts.append(f"--- job {handle.job_id}: not in the queue or history")
-            else:
-                lines = [f"{k} = {v!r}" for k, v in sorted(ads[0].items())]
-                parts.append(f"--- job {handle.job_id} ({where} ad)\n" + "\n".join(lines))
-            local = self._shared.jobs.get(handle.job_id)
-            if local is not None:
-                parts += [f"--- {handle.job_id} {name}\n{text}"
-                          for name, text in local.log_tails()]
-        return "\n".join(parts)
+        return describe_jobs(self._schedd, self._shared.jobs, [h.job_id for h in handles])
 
     def close(self) -> None:
         """Nothing to release: the schedd connection is per call; the fake has its owner."""
