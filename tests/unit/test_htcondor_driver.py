@@ -145,7 +145,8 @@ def test_housekeeping_returns_after_the_schedds_own_pass(make_client: Any) -> No
 
 
 def test_a_spooled_submit_cannot_ask_for_hold(client: HTCondorClient, tmp_path: Path) -> None:
-    """As 23.9.6 refuses it (seen here): `hold = true` with spooling is a submit error."""
+    """As the 25.14.1 bindings refuse it (seen here): `hold = true` with spooling is a submit
+    error."""
     description = describe_job(JobSpec(script="true\n"), tmp_path / "job", None)
     with pytest.raises(ScheddError, match="Cannot set hold to 'true' when using -remote or "
                                           "-spool"):

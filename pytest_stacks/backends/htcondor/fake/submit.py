@@ -177,7 +177,7 @@ def _optional_attributes(ad: dict[str, Any], desc: Mapping[str, str],
     if "allowed_execute_duration" in desc:
         ad["AllowedExecuteDuration"] = int(desc["allowed_execute_duration"])
     if desc.get("hold", "false").lower() in ("true", "1"):
-        # Every fake submit is spooled (23.9.6 and 25.14 clients alike refuse this).
+        # Every fake submit is spooled; the 25.14.1 bindings refuse this at submit (seen here).
         raise ScheddError("Submit:-1:Cannot set hold to 'true' when using -remote or -spool")
     for key, attribute in (("periodic_remove", "PeriodicRemove"),
                            ("requirements", "Requirements")):
