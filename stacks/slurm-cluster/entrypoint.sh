@@ -145,8 +145,8 @@ start_sshd() {
 
 # --- Shared job area (login and nodes) ------------------------------------------
 work_area() {
-    # /work is the shared "work" volume; Docker fills a new volume from the
-    # image's /work (jobs/ owned by submitter), this makes sure either way.
+    # /work is the shared "work" volume, mounted nocopy (nothing of the image's
+    # /work is copied into it): the job area is made here, by every node.
     install -d -o "$login_user" -g "$login_user" -m 0755 /work/jobs
 }
 
