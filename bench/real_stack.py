@@ -90,9 +90,8 @@ def by_hand(stack_name: str) -> tuple[float, float, float]:
                          container=container)
         transport = DockerExecTransport(dockerutil.client().containers.get(container))
         info.endpoints.update(stack_adapter(stack).prepare(stack, transport, run_dir, ports))
-        RunDirectory(RunContext.for_this_process(run_dir.name, run_dir,
-                                                 keeps=True)).write_record(
-            StackRecord(stack_name, info, observed_version=stack.version))
+        RunDirectory(RunContext.for_this_process(run_dir.name, run_dir, keeps=True)).stack(
+            stack_name).write(StackRecord(stack_name, info, observed_version=stack.version))
         started = time.time()
         result = subprocess.run([PY, "-m", "pytest", "tests/contract", f"--stack={stack_name}",
                                  "-q"], cwd=ROOT, capture_output=True, text=True, check=False)

@@ -14,18 +14,16 @@ Nothing here knows about pytest.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
-import time
 from collections.abc import Collection, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 
-from pytest_stacks import cancellation, places, progress
+from pytest_stacks import cancellation, places
 from pytest_stacks.errors import InfrastructureError, Problem
-from pytest_stacks.lifecycle.probe import functional_probe
-from pytest_stacks.lifecycle.rundir import RunDirectory, StackRecord, kept_records
+from pytest_stacks.lifecycle.rundir import RunDirectory, StackRecord
+from pytest_stacks.lifecycle.stack_run import StackRun
 from pytest_stacks.manifest import Stack
 from pytest_stacks.providers import provider_for
-from pytest_stacks.providers.base import Attached, Provider, RunContext, StackInfo
+from pytest_stacks.providers.base import Attached, RunContext
 
 
 class StackPool:
@@ -35,13 +33,14 @@ class StackPool:
         self._attached: dict[str, Attached] = {}
         self._prefetched: dict[str, Future[StackRecord]] = {}
         self._executor: ThreadPoolExecutor | None = None
-        self._providers: dict[str, Provider] = {}
+        self._runs: dict[str, StackRun] = {}
 
-    def _provider(self, stack: Stack) -> Provider:
-        """The stack's provider, looked up once per run and stack."""
-        if stack.name not in self._providers:
-            self._providers[stack.name] = provider_for(stack)
-        return self._providers[stack.name]
+    def _run(self, stack: Stack) -> StackRun:
+        """The stack's provider and files, looked up once per run and stack."""
+        if stack.name not in self._runs:
+            self._runs[stack.name] = StackRun(stack, provider_for(stack),
+                                              self.run_dir.stack(stack.name), self.ctx)
+        return self._runs[stack.name]
 
     def records(self) -> list[StackRecord]:
         return self.run_dir.records()
@@ -72,34 +71,22 @@ class StackPool:
         return [s.name for s in todo]
 
     def acquire(self, stack: Stack) -> Attached:
+        run = self._run(stack)
         if stack.name in self._attached:
-            died = self.run_dir.error(stack.name)  # another process saw it die
+            died = run.files.error()  # another process saw it die
             if died is not None:
                 raise died
             return self._attached[stack.name]
         started = self._prefetched.get(stack.name)
         if started is not None:
             wait([started])  # its outcome is on record either way: read below
-        record = self._ensure_up(stack)
-        try:
-            attached = self._provider(stack).attach(stack, record.info, self.ctx)
-        except InfrastructureError:
-            raise
-        except Exception as exc:
-            raise InfrastructureError(stack.name, f"cannot attach: {exc}") from exc
-        attached = dataclasses.replace(attached, observed_version=record.observed_version,
-                                       client_version=record.client_version)
-        self._attached[stack.name] = attached
-        return attached
+        self.run_dir.ensure()
+        self._attached[stack.name] = run.attach(run.ensure_up())
+        return self._attached[stack.name]
 
     def _ensure_up(self, stack: Stack) -> StackRecord:
-        """The stack's record, bringing it up under its lock if no process has yet."""
         self.run_dir.ensure()
-        with self.run_dir.lock(stack.name):
-            error = self.run_dir.error(stack.name)
-            if error is not None:
-                raise error
-            return self.run_dir.record(stack.name) or self._bring_up(stack)
+        return self._run(stack).ensure_up()
 
     def _stop_prefetch(self) -> list[str]:
         """Let no bring-up run behind teardown's back: finished ones are done; unfinished ones
@@ -116,91 +103,9 @@ class StackPool:
             self._executor = None
         return unfinished
 
-    def _borrow_kept(self, stack: Stack) -> StackRecord | None:
-        """Attach to a stack kept by ``pytest-stacks up`` instead of starting another one.
-
-        Only in the pinned lane, only if its bring-up was proven for today's pin and inputs,
-        and only while it still answers; this run records it as borrowed, so its teardown
-        leaves it running.
-        """
-        if self.ctx.lane != "pinned" or self.ctx.keeps:
-            return None
-        provider = self._provider(stack)
-        for record in kept_records(stack.name):
-            if record.observed_version != stack.version:
-                continue  # not proven, or built for another pin (a bump since `up`)
-            try:
-                if not provider.is_current(stack, record.info):
-                    continue  # its stack files or build args changed since `up`
-                attached = provider.attach(stack, record.info, self.ctx)
-                attached.client.versions()
-                attached.close()
-            except Exception:  # gone or broken: start our own
-                continue
-            borrowed = StackRecord(record.stack, dataclasses.replace(record.info, kept=True),
-                                   record.observed_version, record.client_version, 0.0,
-                                   record.started_at)
-            self.run_dir.write_record(borrowed)
-            return borrowed
-        return None
-
-    def _bring_up(self, stack: Stack) -> StackRecord:
-        with progress.for_stack(stack.name):
-            return self._bring_up_here(stack)
-
-    def _bring_up_here(self, stack: Stack) -> StackRecord:
-        borrowed = self._borrow_kept(stack)
-        if borrowed is not None:
-            return borrowed
-        provider = self._provider(stack)
-        started, started_at = time.monotonic(), time.time()
-        attached: Attached | None = None
-        try:
-            with progress.step("bring-up"):
-                info = provider.up(stack, self.ctx)
-            # Recorded before it is proven, so teardown finds it even when the proof fails.
-            self.run_dir.write_record(StackRecord(stack.name, info, started_at=started_at))
-            attached = provider.attach(stack, info, self.ctx)
-            record = self._prove(stack, info, attached)
-            record.startup_s = time.monotonic() - started
-            record.started_at = started_at
-            self.run_dir.write_record(record)
-            return record
-        except Exception as exc:
-            error = _as_infrastructure_error(stack, exc, attached)
-            self.run_dir.write_error(error)
-            raise error from exc
-        finally:
-            if attached is not None:
-                attached.close()
-
-    def _prove(self, stack: Stack, info: StackInfo, attached: Attached) -> StackRecord:
-        versions = attached.client.versions()
-        observed = versions.get("daemon", "")
-        if self.ctx.lane != "canary" and observed != stack.version:
-            raise InfrastructureError(
-                stack.name, f"the daemon reports version {observed!r} but the manifest pins "
-                f"{stack.version!r}. Rebuild the stack's image, or fix the pin.")
-        with progress.step("functional probe"):
-            functional_probe(stack, attached)
-        return StackRecord(stack.name, info, observed, versions.get("client", ""))
-
     def check_health(self, stack: Stack) -> InfrastructureError | None:
-        """Whether a stack this run brought up died under it. If so the death is recorded,
-        so every later test on it (in any process) is an infrastructure error at once."""
-        record = self.run_dir.record(stack.name)
-        if record is None:
-            return None
-        try:
-            why, logs = self._provider(stack).health(stack, record.info)
-        except Exception as exc:  # cannot even ask: say so rather than guess
-            why, logs = f"cannot check the stack's health: {exc}", ""
-        if not why:
-            return None
-        error = InfrastructureError(stack.name, f"the stack died during the run: {why}", logs)
-        with self.run_dir.lock(stack.name):
-            self.run_dir.write_error(error)
-        return error
+        """Whether a stack this run brought up died under it (recorded for every process)."""
+        return self._run(stack).health()
 
     def release(self) -> None:
         """Let go of this process's clients (every process does this at its end)."""
@@ -222,7 +127,7 @@ class StackPool:
             return {}
         places.mark_kept(self.ctx.run_id, self.ctx.run_dir, chosen, why)
         return {name: f"{name} is kept ({why}). Reach it: "
-                      f"{self._provider(stacks[name]).reach(stacks[name], records[name].info)}. "
+                      f"{self._run(stacks[name]).reach(records[name])}. "
                       f"End it: pytest-stacks down {name}" for name in chosen}
 
     def teardown(self, stacks: dict[str, Stack], keep: Collection[str] = ()) -> list[Problem]:
@@ -239,44 +144,9 @@ class StackPool:
             stack = stacks.get(record.stack)
             if stack is None or stack.name in keep:
                 continue
-            problems += self._end_run(stack, record)
-            if record.info.kept:
-                self.run_dir.forget(stack.name)  # borrowed from `pytest-stacks up`: stays up
-                continue
-            try:
-                self._provider(stack).down(stack, record.info, self.ctx)
-            except Exception as exc:
-                problems.append(Problem(stack.name, "teardown", f"teardown not proven: {exc}"))
-            else:
-                self.run_dir.forget(stack.name)
+            problems += self._run(stack).end(record)
         problems.extend(self._sweep(stacks, keep))
         return problems
-
-    def _end_run(self, stack: Stack, record: StackRecord) -> list[Problem]:
-        """What the run made inside the stack (a Kubernetes namespace) removed and proven gone
-        by the driver (a client with ``end_run``), before the stack itself goes, or stays when
-        it is kept. A stack that is gone already cannot be asked: ``down`` proves that."""
-        if stack.is_fake:
-            return []  # in-process doubles end with their process
-        try:
-            attached = self._provider(stack).attach(stack, record.info, self.ctx)
-        except Exception as exc:
-            if not record.info.kept:
-                return []
-            return [Problem(stack.name, "teardown", f"cannot attach to remove the run's "
-                                                    f"objects: {exc}")]
-        try:
-            end = getattr(attached.client, "end_run", None)
-            left = list(end()) if end is not None else []
-        except Exception as exc:
-            left = [f"removing them failed: {exc}"]
-        finally:
-            with contextlib.suppress(Exception):
-                attached.close()
-        if not left:
-            return []
-        return [Problem(stack.name, "teardown", "the run's objects were not proven gone: "
-                        + "; ".join(left))]
 
     def _sweep(self, stacks: dict[str, Stack], keep: Collection[str]) -> list[Problem]:
         """The safety net: what an interrupted bring-up created before it was recorded."""
@@ -284,21 +154,9 @@ class StackPool:
         for provider_name in sorted({s.provider for s in stacks.values()}):
             stack = next(s for s in stacks.values() if s.provider == provider_name)
             try:
-                left = self._provider(stack).sweep_run(self.ctx, keep)
+                left = self._run(stack).provider.sweep_run(self.ctx, keep)
             except Exception as exc:
                 left = [f"cannot verify teardown of run {self.ctx.run_id}: {exc}"]
             problems += [Problem(None, "teardown", text) for text in left]
         return problems
 
-
-def _as_infrastructure_error(stack: Stack, exc: Exception,
-                             attached: Attached | None) -> InfrastructureError:
-    """A failed bring-up, with the daemons' logs where they can still be read."""
-    logs = exc.logs if isinstance(exc, InfrastructureError) else ""
-    if not logs and attached is not None:
-        try:
-            logs = attached.logs()
-        except Exception as log_exc:  # logs are best effort; the cause matters more
-            logs = f"(could not read logs: {log_exc})"
-    message = exc.message if isinstance(exc, InfrastructureError) else f"bring-up failed: {exc}"
-    return InfrastructureError(stack.name, message, logs)

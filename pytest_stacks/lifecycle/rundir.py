@@ -104,29 +104,8 @@ class RunDirectory:
             owner.write_text(json.dumps({"pid": self._ctx.owner_pid,
                                          "start": self._ctx.owner_start}))
 
-    def lock(self, stack: str) -> FileLock:
-        return FileLock(str(self.path / f"{stack}.lock"))
-
-    def _record_path(self, stack: str) -> Path:
-        return self.path / f"{stack}{_RECORD_SUFFIX}"
-
-    def _error_path(self, stack: str) -> Path:
-        return self.path / f"{stack}{_ERROR_SUFFIX}"
-
-    def record(self, stack: str) -> StackRecord | None:
-        path = self._record_path(stack)
-        if not path.exists():
-            return None
-        return StackRecord.from_json(json.loads(path.read_text()))
-
-    def write_record(self, record: StackRecord) -> None:
-        target = self._record_path(record.stack)
-        tmp = target.with_suffix(".tmp")
-        tmp.write_text(json.dumps(record.to_json()))
-        tmp.replace(target)
-
-    def forget(self, stack: str) -> None:
-        self._record_path(stack).unlink(missing_ok=True)
+    def stack(self, name: str) -> StackFiles:
+        return StackFiles(self.path, name)
 
     def records(self) -> list[StackRecord]:
         if not self.path.is_dir():
@@ -138,30 +117,55 @@ class RunDirectory:
             out.append(StackRecord.from_json(json.loads(path.read_text())))
         return out
 
-    def error(self, stack: str) -> InfrastructureError | None:
-        path = self._error_path(stack)
-        if not path.exists():
-            return None
-        saved = json.loads(path.read_text())
-        return InfrastructureError(stack, saved["message"], saved.get("logs", ""))
-
-    def write_error(self, error: InfrastructureError) -> None:
-        self._error_path(error.stack).write_text(
-            json.dumps({"message": error.message, "logs": error.logs}))
-
     def remove(self) -> None:
         shutil.rmtree(self.path, ignore_errors=True)
 
 
-def kept_records(stack: str) -> list[StackRecord]:
-    """Records of ``stack`` kept by ``pytest-stacks up`` (to be borrowed), oldest run first.
-    Stacks kept because a test failed on them are for a person to look at, never borrowed."""
-    found = []
-    for path in sorted(up_root().glob(f"*/{stack}{_RECORD_SUFFIX}")):
-        try:
-            record = StackRecord.from_json(json.loads(path.read_text()))
-        except (OSError, ValueError, KeyError, TypeError):
-            continue
-        record.info = dataclasses.replace(record.info, kept_run=path.parent.name)
-        found.append(record)
-    return found
+class StackFiles:
+    """One stack's files in the run directory: its lock, its record, its error; and the
+    records of the same stack kept by ``pytest-stacks up``."""
+
+    def __init__(self, folder: Path, stack: str) -> None:
+        self.stack = stack
+        self._record_path = folder / f"{stack}{_RECORD_SUFFIX}"
+        self._error_path = folder / f"{stack}{_ERROR_SUFFIX}"
+        self._lock_path = folder / f"{stack}.lock"
+
+    def lock(self) -> FileLock:
+        return FileLock(str(self._lock_path))
+
+    def record(self) -> StackRecord | None:
+        if not self._record_path.exists():
+            return None
+        return StackRecord.from_json(json.loads(self._record_path.read_text()))
+
+    def write(self, record: StackRecord) -> None:
+        tmp = self._record_path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(record.to_json()))
+        tmp.replace(self._record_path)
+
+    def forget(self) -> None:
+        self._record_path.unlink(missing_ok=True)
+
+    def error(self) -> InfrastructureError | None:
+        if not self._error_path.exists():
+            return None
+        saved = json.loads(self._error_path.read_text())
+        return InfrastructureError(self.stack, saved["message"], saved.get("logs", ""))
+
+    def write_error(self, error: InfrastructureError) -> None:
+        self._error_path.write_text(json.dumps({"message": error.message, "logs": error.logs}))
+
+    def kept(self) -> list[StackRecord]:
+        """Records of this stack kept by ``pytest-stacks up`` (to be borrowed), oldest run
+        first. Stacks kept because a test failed on them are for a person to look at, never
+        borrowed."""
+        found = []
+        for path in sorted(up_root().glob(f"*/{self._record_path.name}")):
+            try:
+                record = StackRecord.from_json(json.loads(path.read_text()))
+            except (OSError, ValueError, KeyError, TypeError):
+                continue
+            record.info = dataclasses.replace(record.info, kept_run=path.parent.name)
+            found.append(record)
+        return found

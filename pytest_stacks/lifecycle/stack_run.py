@@ -1,0 +1,189 @@
+"""One stack within one run, followed in one direction: its files -> its provider -> up (or
+borrowed) -> proven -> recorded -> attached -> its objects ended -> down.
+
+The pool decides *when* (once per run, in which thread, in which order at teardown); this
+decides *how*, for one stack, holding the stack's provider and its files in the run directory,
+each looked up once. Nothing here knows about pytest.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import time
+
+from pytest_stacks import progress
+from pytest_stacks.errors import InfrastructureError, Problem
+from pytest_stacks.lifecycle.probe import functional_probe
+from pytest_stacks.lifecycle.rundir import StackFiles, StackRecord
+from pytest_stacks.manifest import Stack
+from pytest_stacks.providers.base import Attached, Provider, RunContext
+
+
+@dataclasses.dataclass
+class StackRun:
+    stack: Stack
+    provider: Provider
+    files: StackFiles
+    ctx: RunContext
+
+    def ensure_up(self) -> StackRecord:
+        """The stack's record, bringing it up under its lock if no process of the run has yet.
+        A bring-up that failed in any process is raised again, unchanged."""
+        with self.files.lock():
+            error = self.files.error()
+            if error is not None:
+                raise error
+            record = self.files.record()
+            if record is not None:
+                return record
+            with progress.for_stack(self.stack.name):
+                return self._borrow_kept() or self._bring_up()
+
+    def attach(self, record: StackRecord) -> Attached:
+        """This process's client of the recorded stack, carrying the versions proven for it."""
+        try:
+            attached = self.provider.attach(self.stack, record.info, self.ctx)
+        except InfrastructureError:
+            raise
+        except Exception as exc:
+            raise InfrastructureError(self.stack.name, f"cannot attach: {exc}") from exc
+        return dataclasses.replace(attached, observed_version=record.observed_version,
+                                   client_version=record.client_version)
+
+    def _borrow_kept(self) -> StackRecord | None:
+        """Attach to a stack kept by ``pytest-stacks up`` instead of starting another one.
+
+        Only in the pinned lane, only if its bring-up was proven for today's pin and inputs,
+        and only while it still answers; this run records it as borrowed, so its teardown
+        leaves it running.
+        """
+        if self.ctx.lane != "pinned" or self.ctx.keeps:
+            return None
+        for record in self.files.kept():
+            if record.observed_version != self.stack.version:
+                continue  # not proven, or built for another pin (a bump since `up`)
+            try:
+                if not self.provider.is_current(self.stack, record.info):
+                    continue  # its stack files or build args changed since `up`
+                attached = self.provider.attach(self.stack, record.info, self.ctx)
+                attached.client.versions()
+                attached.close()
+            except Exception:  # gone or broken: start our own
+                continue
+            borrowed = dataclasses.replace(
+                record, info=dataclasses.replace(record.info, kept=True), startup_s=0.0)
+            self.files.write(borrowed)
+            return borrowed
+        return None
+
+    def _bring_up(self) -> StackRecord:
+        started, started_at = time.monotonic(), time.time()
+        attached: Attached | None = None
+        try:
+            with progress.step("bring-up"):
+                info = self.provider.up(self.stack, self.ctx)
+            # Recorded before it is proven, so teardown finds it even when the proof fails.
+            self.files.write(StackRecord(self.stack.name, info, started_at=started_at))
+            attached = self.provider.attach(self.stack, info, self.ctx)
+            observed, client = self._prove(attached)
+            record = StackRecord(self.stack.name, info, observed, client,
+                                 startup_s=time.monotonic() - started, started_at=started_at)
+            self.files.write(record)
+            return record
+        except Exception as exc:
+            error = _as_infrastructure_error(self.stack, exc, attached)
+            self.files.write_error(error)
+            raise error from exc
+        finally:
+            if attached is not None:
+                attached.close()
+
+    def _prove(self, attached: Attached) -> tuple[str, str]:
+        """The daemon's and the client's versions, once the daemon's is the pinned one and a
+        probe job has run to completion."""
+        versions = attached.client.versions()
+        observed = versions.get("daemon", "")
+        if self.ctx.lane != "canary" and observed != self.stack.version:
+            raise InfrastructureError(
+                self.stack.name, f"the daemon reports version {observed!r} but the manifest "
+                f"pins {self.stack.version!r}. Rebuild the stack's image, or fix the pin.")
+        with progress.step("functional probe"):
+            functional_probe(self.stack, attached)
+        return observed, versions.get("client", "")
+
+    def health(self) -> InfrastructureError | None:
+        """Whether the stack this run brought up died under it. If so the death is recorded,
+        so every later test on it (in any process) is an infrastructure error at once."""
+        record = self.files.record()
+        if record is None:
+            return None
+        try:
+            why, logs = self.provider.health(self.stack, record.info)
+        except Exception as exc:  # cannot even ask: say so rather than guess
+            why, logs = f"cannot check the stack's health: {exc}", ""
+        if not why:
+            return None
+        error = InfrastructureError(self.stack.name, f"the stack died during the run: {why}",
+                                    logs)
+        with self.files.lock():
+            self.files.write_error(error)
+        return error
+
+    def reach(self, record: StackRecord) -> str:
+        return self.provider.reach(self.stack, record.info)
+
+    def end(self, record: StackRecord) -> list[Problem]:
+        """Owner only: the run's objects inside the stack removed, then the stack itself down
+        (unless it was borrowed from ``pytest-stacks up``, which stays up). Problems are kind
+        ``teardown``: what was not proven gone."""
+        problems = self._end_objects(record)
+        if record.info.kept:
+            self.files.forget()
+            return problems
+        try:
+            self.provider.down(self.stack, record.info, self.ctx)
+        except Exception as exc:
+            problems.append(Problem(self.stack.name, "teardown", f"teardown not proven: {exc}"))
+        else:
+            self.files.forget()
+        return problems
+
+    def _end_objects(self, record: StackRecord) -> list[Problem]:
+        """What the run made inside the stack (a Kubernetes namespace) removed and proven gone
+        by the driver (a client with ``end_run``), before the stack itself goes, or stays when
+        it is kept. A stack that is gone already cannot be asked: ``down`` proves that."""
+        if self.stack.is_fake:
+            return []  # in-process doubles end with their process
+        try:
+            attached = self.provider.attach(self.stack, record.info, self.ctx)
+        except Exception as exc:
+            if not record.info.kept:
+                return []
+            return [Problem(self.stack.name, "teardown", f"cannot attach to remove the run's "
+                                                         f"objects: {exc}")]
+        try:
+            end = getattr(attached.client, "end_run", None)
+            left = list(end()) if end is not None else []
+        except Exception as exc:
+            left = [f"removing them failed: {exc}"]
+        finally:
+            with contextlib.suppress(Exception):
+                attached.close()
+        if not left:
+            return []
+        return [Problem(self.stack.name, "teardown", "the run's objects were not proven gone: "
+                        + "; ".join(left))]
+
+
+def _as_infrastructure_error(stack: Stack, exc: Exception,
+                             attached: Attached | None) -> InfrastructureError:
+    """A failed bring-up, with the daemons' logs where they can still be read."""
+    logs = exc.logs if isinstance(exc, InfrastructureError) else ""
+    if not logs and attached is not None:
+        try:
+            logs = attached.logs()
+        except Exception as log_exc:  # logs are best effort; the cause matters more
+            logs = f"(could not read logs: {log_exc})"
+    message = exc.message if isinstance(exc, InfrastructureError) else f"bring-up failed: {exc}"
+    return InfrastructureError(stack.name, message, logs)
