@@ -42,6 +42,9 @@ def cmd_report(args: argparse.Namespace) -> int:
         raise StacksError("say what the results must cover: --lane pr|full|canary, --matrix "
                           "FILE (as `pytest-stacks matrix` printed it), or --single for one "
                           "job's own summary")
+    if args.tests is not None and not args.single:
+        raise StacksError("--tests names one job's planned scope: use it with --single (a "
+                          "lane's matrix already carries each row's tests)")
     docs = load_all(args.results)
     loaded = manifest(args)
     expected = None
@@ -49,7 +52,8 @@ def cmd_report(args: argparse.Namespace) -> int:
         expected = merge.expected_from_matrix(Path(args.matrix), args.lane)
     elif args.lane:
         expected = merge.expected_from_lane(loaded, args.lane)
-    model = merge.merge(docs, manifest=loaded, expected=expected)
+    model = merge.merge(docs, manifest=loaded, expected=expected,
+                        planned_tests=args.tests)
     text = render.render(model, args.format)
     if args.output:
         write_atomic(Path(args.output), text)
@@ -82,6 +86,9 @@ def register(subparsers: Any) -> None:
     r.add_argument("--single", action="store_true",
                    help="one job's own summary: no coverage check, but still not green unless "
                         "every stack passed")
+    r.add_argument("--tests", default=None, metavar="SCOPE",
+                   help="with --single: the scope the job's plan named (its matrix row's "
+                        "tests), so a job that ran exactly that is whole, not partial")
     r.add_argument("--format", choices=render.FORMATS, default="markdown",
                    help="markdown (for $GITHUB_STEP_SUMMARY; the default), html (one "
                         "self-contained page) or json")

@@ -111,10 +111,12 @@ def _matrix_problems(data: Any, src: str) -> Iterable[str]:
 
 
 def merge(docs: Sequence[ResultsDoc], *, manifest: Manifest | None = None,
-          expected: Expected | None = None) -> Compatibility:
+          expected: Expected | None = None, planned_tests: str | None = None) -> Compatibility:
     """One table from ``docs``. With ``expected``, coverage must be exact (fakes aside);
-    without it (one job's own summary) every reported stack is a row and nothing is missing.
-    With ``manifest``, every stack it knows is checked against its pins and capabilities."""
+    without it (one job's own summary) every reported stack is a row and nothing is missing,
+    and ``planned_tests`` is the scope the job's plan named (its matrix row's ``tests``), so a
+    job that ran exactly that is whole. With ``manifest``, every stack it knows is checked
+    against its pins and capabilities."""
     problems: list[str] = []
     found = _index(docs, problems)
     columns = _columns(manifest, [s for _, s in found.values()])
@@ -123,6 +125,8 @@ def merge(docs: Sequence[ResultsDoc], *, manifest: Manifest | None = None,
         known = _known(manifest, stack.name)
         pins_lane = "canary" if doc.run.lane == "canary" else "pr"
         want = ci.row(known, pins_lane) if known is not None else None
+        if want is not None and planned_tests is not None:
+            want = {**want, "tests": planned_tests}
         extra = []
         if expected is not None and not (known is not None and known.is_fake):
             extra.append(f"not in {expected.source}. Report only the lane's results, or plan "

@@ -839,6 +839,25 @@ def test_a_selection_the_plan_did_not_name_is_refused_naming_job_and_selection(
         model.problems
 
 
+def test_one_jobs_summary_takes_the_scope_its_plan_named(
+        run: Callable[..., tuple[int, str, str]], manifest: Manifest,
+        write: Callable[..., Path]) -> None:
+    """The row a stack job writes to its own summary (stacks.yml): seen under act, a job that
+    ran exactly its planned tests was called partial, because --single knew no plan."""
+    name = PR[0]
+    path = write(f"{name}.json", document(
+        entry(manifest.get(name), manifest), partial=("only tests/contract tests/backend",),
+        scope=Scope(paths=("tests/contract", "tests/backend"))))
+    code, _, err = run(str(path), "--single", "--format", "json")
+    assert code == 1 and "the plan named no selection" in err
+    code, out, err = run(str(path), "--single", "--tests", PLANNED, "--format", "json")
+    assert code == 0 and json.loads(out)["green"], err
+    code, _, err = run(str(path), "--single", "--tests", "tests/contract", "--format", "json")
+    assert code == 1 and "but the plan named tests/contract" in err
+    code, _, err = run(str(path), "--lane", "pr", "--tests", PLANNED)
+    assert code == 2 and "use it with --single" in err
+
+
 def test_a_plan_may_name_paths_k_and_m_only() -> None:
     assert scope.planned("tests/a './tests/b/' -k 'x or y' -m slow") == Scope(
         ("tests/a", "tests/b"), "x or y", "slow")
