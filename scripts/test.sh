@@ -72,7 +72,7 @@ run .venv/bin/mypy pytest_stacks
 run .venv/bin/lint-imports
 # Every shell script (*.sh, or a sh/bash shebang: entrypoints without a suffix, .ci/run) and
 # every Dockerfile; scripts/install-checkers.sh installs shellcheck and hadolint.
-mapfile -t shell_files < <(find stacks scripts .ci -type f -print0 | sort -z \
+mapfile -t shell_files < <(find stacks scripts .ci tests/workflows -type f -print0 | sort -z \
     | while IFS= read -r -d '' f; do
         if [[ $f == *.sh ]] || head -n1 "$f" | grep -qE '^#!.*\b(ba|da)?sh\b'; then echo "$f"; fi
     done)
