@@ -1,14 +1,24 @@
-"""Fixtures the kind provider's unit tests share (test_kind_provider, test_kind_local)."""
+"""Settings and fixtures the unit tests share: the property tests' profile; the kind
+provider's fixtures (test_kind_provider, test_kind_local)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from pytest_stacks import dockerutil, gobuild
 from pytest_stacks.providers import kind, preflight
 from pytest_stacks.providers.base import RunContext
+
+# No wall-clock bound on a property test's examples: the fake lane runs while the real stacks'
+# images and Go programs build in the background, and a busy machine is not a failure (timing
+# belongs in bench/). Hypothesis's default deadline (200 ms an example) would say it is. Here,
+# not in tests/conftest.py: importing hypothesis costs every run (the contract suite on the
+# fakes too) about half a second.
+settings.register_profile("pytest-stacks", deadline=None)
+settings.load_profile("pytest-stacks")
 
 
 @pytest.fixture

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import secrets
 import shutil
 import subprocess
 from collections.abc import Mapping, Sequence
@@ -148,6 +149,8 @@ def run_act(project: Path, event: str, payload: Mapping[str, object], work: Path
     argv = [str(act_binary()), event, "-W", f".github/workflows/{workflow}",
             "-e", str(event_file), "-P", "ubuntu-latest=-self-hosted",
             "--concurrent-jobs", "4", "--no-cache-server",
+            # github.token: one made up per run (act would ask `gh auth token` for a real one)
+            "-s", f"GITHUB_TOKEN=act-{secrets.token_hex(16)}",
             *local_repositories(workflows, extra)]
     with (work / "act.log").open("w") as log:
         done = subprocess.run(argv, cwd=project, env=full_env, stdout=log,
