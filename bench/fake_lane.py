@@ -16,6 +16,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 PY = sys.executable
+TARGET = 2.5  # seconds, process wall (issue 28)
 
 
 def timed(args: list[str], repeat: int = 3) -> tuple[float, float]:
@@ -39,8 +40,9 @@ def main() -> None:
     with_plugin, _ = timed([*files, "--collect-only", "-q"], repeat=5)
     without, _ = timed([*files, "--collect-only", "-q", "-p", "no:stacks"], repeat=5)
     print(f"fake lane (contract suite on every fake stack): session {session:.2f} s, process "
-          f"wall {wall:.2f} s incl. interpreter start (target < 3 s: "
-          f"{'met' if wall < 3 else 'met in session only' if session < 3 else 'NOT met'})")
+          f"wall {wall:.2f} s incl. interpreter start (target < {TARGET} s: "
+          f"{'met' if wall < TARGET else 'met in session only' if session < TARGET else 'NOT met'}"
+          f")")
     print(f"collection of tests/unit with plugin: {with_plugin:.2f} s; without (-p no:stacks): "
           f"{without:.2f} s; ratio {with_plugin / without:.2f}")
 

@@ -27,9 +27,12 @@ def poll_until(
 ) -> T:
     """Call ``ask`` until ``done(answer)``; return that answer.
 
-    Waits ``first_interval`` (default: ``interval``) after the first try and doubles up to
-    ``interval``: fast fakes are not slowed down, real daemons are not hammered. At the deadline
-    raises TimeoutError with the message ``on_timeout(last answer)``; the last try happens at or
+    Waits ``first_interval`` (default: ``interval``) after the first try and grows by half up
+    to ``interval``: fast fakes are not slowed down, real daemons are not hammered. By half, not
+    doubling: an answer that turns good just after a try is seen at most half that wait late
+    (the contract suite on the fakes: 3.1 s -> 2.8 s process wall, bench/fake_lane.py). At the
+    deadline raises TimeoutError with the message ``on_timeout(last answer)``; the last try
+    happens at or
     after it, so a slow ``ask`` is never cut short by the clock alone.
     """
     deadline = time.monotonic() + timeout
@@ -42,4 +45,4 @@ def poll_until(
         if remaining <= 0:
             raise TimeoutError(on_timeout(last))
         cancellation.sleep(min(delay, remaining))
-        delay = min(delay * 2, interval)
+        delay = min(delay * 1.5, interval)

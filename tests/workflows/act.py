@@ -149,12 +149,18 @@ def run_act(project: Path, event: str, payload: Mapping[str, object], work: Path
     argv = [str(act_binary()), event, "-W", f".github/workflows/{workflow}",
             "-e", str(event_file), "-P", "ubuntu-latest=-self-hosted",
             "--concurrent-jobs", "4", "--no-cache-server",
+            # host workspaces (each job's copy of the project, its virtual environment) in
+            # this run's folder, removed below: act leaves them in ~/.cache/act otherwise
+            "--action-cache-path", str(work / "act-cache"),
             # github.token: one made up per run (act would ask `gh auth token` for a real one)
             "-s", f"GITHUB_TOKEN=act-{secrets.token_hex(16)}",
             *local_repositories(workflows, extra)]
-    with (work / "act.log").open("w") as log:
-        done = subprocess.run(argv, cwd=project, env=full_env, stdout=log,
-                              stderr=subprocess.STDOUT, timeout=timeout, check=False)
+    try:
+        with (work / "act.log").open("w") as log:
+            done = subprocess.run(argv, cwd=project, env=full_env, stdout=log,
+                                  stderr=subprocess.STDOUT, timeout=timeout, check=False)
+    finally:
+        shutil.rmtree(work / "act-cache", ignore_errors=True)
     artifacts.mkdir(exist_ok=True)
     summaries.mkdir(exist_ok=True)
     return ActRun(done.returncode, (work / "act.log").read_text(), artifacts, summaries,
