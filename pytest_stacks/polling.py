@@ -32,8 +32,7 @@ def poll_until(
     doubling: an answer that turns good just after a try is seen at most half that wait late
     (the contract suite on the fakes: 3.1 s -> 2.8 s process wall, bench/fake_lane.py). At the
     deadline raises TimeoutError with the message ``on_timeout(last answer)``; the last try
-    happens at or
-    after it, so a slow ``ask`` is never cut short by the clock alone.
+    happens at or after it, so a slow ``ask`` is never cut short by the clock alone.
     """
     deadline = time.monotonic() + timeout
     delay = interval if first_interval is None else min(first_interval, interval)
