@@ -12,6 +12,8 @@ artifacts, every job summary, act's exit status), never what the workflow files 
   to this checkout), installing pytest-stacks from a wheel as users do: green.
 - a project whose legs fail on purpose (one crashes mid-run, one never reaches its tests, one
   runs a narrowed selection): the report job is red, naming each, and the good leg passes.
+- ``canary.yml``: the whole canary lane; then its issue job, whose calls to GitHub's issue API
+  are recorded by a ``gh`` stand-in, after a red and a green lane.
 """
 
 from __future__ import annotations
@@ -114,14 +116,20 @@ def test_the_pr_lane_runs_every_row_and_reports_each(pr_lane: tuple[ActRun, Path
 
 # ---------------------------------------------------------------- a user's project
 
-@pytest.fixture(scope="module")
-def example(tmp_path_factory: pytest.TempPathFactory, wheel: Path) -> tuple[ActRun, Path]:
-    work = tmp_path_factory.mktemp("example")
-    project = copy_project(ROOT / "examples" / "user-project", work / "project")
+def _user_project_run(source: Path, work: Path, wheel: Path) -> tuple[ActRun, Path]:
+    """A user's project on a pull request: its workflow calls the reusable one at a pinned
+    commit of pytest-stacks (this checkout) and installs pytest-stacks from the wheel."""
+    project = copy_project(source, work / "project")
     reusable = copy_project(ROOT, work / "pytest-stacks")
     run = run_act(project, "pull_request", PR_EVENT, work, workflow="stacks.yml",
                   extra_repos={PINNED: reusable}, env=_pip_env(wheel))
     return run, project
+
+
+@pytest.fixture(scope="module")
+def example(tmp_path_factory: pytest.TempPathFactory, wheel: Path) -> tuple[ActRun, Path]:
+    return _user_project_run(ROOT / "examples" / "user-project",
+                             tmp_path_factory.mktemp("example"), wheel)
 
 
 def test_the_example_project_runs_the_reusable_workflow_green(
@@ -218,11 +226,7 @@ def faults(tmp_path_factory: pytest.TempPathFactory, wheel: Path) -> tuple[ActRu
     (source / "pytest.ini").write_text("[pytest]\ntestpaths = tests\n")
     (source / "tests" / "test_legs.py").write_text(FAULTS_TESTS)
     (source / ".github" / "workflows" / "stacks.yml").write_text(FAULTS_WORKFLOW)
-    project = copy_project(source, work / "project")
-    reusable = copy_project(ROOT, work / "pytest-stacks")
-    run = run_act(project, "pull_request", PR_EVENT, work, workflow="stacks.yml",
-                  extra_repos={PINNED: reusable}, env=_pip_env(wheel))
-    return run, project
+    return _user_project_run(source, work, wheel)
 
 
 def test_legs_that_crash_miss_or_narrow_turn_the_report_red(
