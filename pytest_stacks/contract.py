@@ -154,6 +154,23 @@ class Housekeeper(Protocol):
         ...
 
 
+class ChannelTap(Protocol):
+    """Wraps the object a driver talks through (a transport, a schedd, an API) in one with the
+    same interface that also sees every call; :mod:`pytest_stacks.parity` records with it."""
+
+    def __call__(self, channel: Any) -> Any: ...
+
+
+@runtime_checkable
+class Tappable(Protocol):
+    """Optional: a client whose exchanges with its daemons can be recorded, so its double can
+    be checked against what the real daemons answered (``tests/parity``)."""
+
+    def tapped(self, tap: ChannelTap) -> Any:
+        """A new client of the same stack, talking through ``tap(channel)``."""
+        ...
+
+
 class JobClient(Submitter, StatusReporter, OutputRetriever, Killer, Purger, Protocol):
     """The whole contract, as the repo's reference drivers implement it."""
 

@@ -54,7 +54,7 @@ if [ "$ENGINE" = 1 ]; then
     # The real stacks: the full lane's rows this machine can run (by each stack's requires),
     # planned with the tests every row must run. The same plan is what the report checks the
     # results against, so a stack that left no result, or ran other tests, fails it.
-    REAL_TESTS="tests/contract tests/backend"
+    REAL_TESTS="tests/contract tests/backend tests/parity"
     run .venv/bin/pytest-stacks matrix --lane full --runnable-here --tests "$REAL_TESTS" \
         --format json --output "$RESULTS/matrix-full.json"
     mapfile -t real_stacks < <(.venv/bin/pytest-stacks matrix --lane full --runnable-here \

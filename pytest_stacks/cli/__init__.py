@@ -11,7 +11,7 @@ import sys
 from collections.abc import Sequence
 
 from pytest_stacks.ci import EMPTY_LANE_EXIT, EmptyLaneError
-from pytest_stacks.cli import planning, report, stacks
+from pytest_stacks.cli import parity, planning, report, stacks
 from pytest_stacks.errors import InfrastructureError, ManifestError, StacksError
 from pytest_stacks.verdicts.results import ResultsError
 
@@ -34,6 +34,7 @@ def build_parser() -> argparse.ArgumentParser:
     stacks.register(sub)
     planning.register(sub)
     report.register(sub)
+    parity.register(sub)
     return parser
 
 

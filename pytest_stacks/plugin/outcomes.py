@@ -43,6 +43,8 @@ from pytest_stacks.verdicts.results import (
 
 PROP_REQUIRES = "pytest-stacks:requires"
 PROP_IDENTITY = "pytest-stacks:identity"
+#: Set by tests/parity on a fake: the recording it was checked against, and when it was made.
+PROP_PARITY = "pytest-stacks:parity"
 DEFAULT_RESULTS = ".pytest-stacks/results.json"
 CI_LANE_ENV = "PYTEST_STACKS_CI_LANE"
 #: Narrowing options a plan cannot name (pytest's dest, the flag as users type it).
@@ -62,11 +64,13 @@ class Case:
     identities: list[str] = field(default_factory=list)
     message: str = ""
     called: bool = False
+    parity: str = ""
 
     def add(self, report: pytest.TestReport, props: dict[str, Any]) -> None:
         self.duration_s += report.duration
         self.identities += [str(v) for k, v in report.user_properties
                             if k == PROP_IDENTITY and str(v) not in self.identities]
+        self.parity = str(props.get(PROP_PARITY, self.parity))
         if PROP_INFRA in props:
             self._set("infra", str(props[PROP_INFRA]))
         elif report.failed:
@@ -232,7 +236,8 @@ def stack_result(current: State, stack: Stack, outcomes: Outcomes) -> StackResul
                               infra),
         infra=infra, problems=tuple(problems), capabilities=table,
         tests=tuple(CaseResult(c.nodeid, cast(Outcome, c.final()), round(c.duration_s, 3),
-                               c.requires, tuple(c.identities), c.message) for c in cases))
+                               c.requires, tuple(c.identities), c.message) for c in cases),
+        parity="; ".join(f"{c.parity} ({c.final()})" for c in cases if c.parity))
 
 
 def results(config: pytest.Config, current: State, outcomes: Outcomes, exit_status: int,

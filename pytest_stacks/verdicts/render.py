@@ -99,6 +99,10 @@ def markdown(model: Compatibility) -> str:
         shown.append(f"{ICONS.get(row.verdict, '')} {_md(row.verdict)}".strip())
         shown += [_md_cell(row.cells.get(c, Cell("unreported"))) for c in model.capabilities]
         lines.append("| " + " | ".join(shown) + " |")
+    checked = [row for row in model.rows if row.parity]
+    if checked:
+        lines += ["", "### Fakes checked against their daemons' recordings", ""]
+        lines += [f"- {_md(row.stack)}: {_md(row.parity)}" for row in checked]
     lines += ["", f"### Problems ({len(model.problems)})", ""]
     lines += [f"{i}. {_md(p)}" for i, p in enumerate(model.problems, 1)] or ["None."]
     failing = failures(model)
@@ -187,7 +191,8 @@ def html_page(model: Compatibility) -> str:
 def _html_row(row: Row, capabilities: tuple[str, ...]) -> str:
     info = [f"observed {row.observed}" if row.observed else "",
             f"client {row.observed_client}" if row.observed_client else "",
-            f"up in {row.startup_s:.0f} s" if row.startup_s is not None else ""]
+            f"up in {row.startup_s:.0f} s" if row.startup_s is not None else "",
+            f"parity: {row.parity}" if row.parity else ""]
     detail = ", ".join(x for x in info if x)
     stack = _h(row.stack) + (f"<div class=\"stackinfo\">{_h(detail)}</div>" if detail else "")
     verdict = _h(row.verdict)
@@ -234,7 +239,7 @@ def _row_dict(row: Row) -> dict[str, Any]:
         "source": row.source, "run_id": row.run_id,
         "observed": {"daemon": row.observed_daemon, "client": row.observed_client,
                      "simulated": row.fake},
-        "startup_s": row.startup_s, "infra": row.infra,
+        "startup_s": row.startup_s, "infra": row.infra, "parity": row.parity,
         "cells": {name: {"status": c.status, "text": c.text, "passed": c.passed,
                          "failed": c.failed, "skipped": c.skipped, "infra": c.infra,
                          "failures": [{"nodeid": f.nodeid, "outcome": f.outcome,

@@ -140,6 +140,8 @@ class StackResult:
     problems: tuple[str, ...]
     capabilities: Mapping[str, CapabilityResult]
     tests: tuple[CaseResult, ...]
+    #: For a fake: the recording it was checked against, when that was made, and the outcome.
+    parity: str = ""
 
     def test(self, nodeid: str) -> CaseResult | None:
         return next((t for t in self.tests if t.nodeid == nodeid), None)
@@ -419,7 +421,8 @@ def _stack(s: Mapping[str, Any]) -> StackResult:
         fake=s["fake"], pins=dict(s["pins"]), observed_daemon=s["observed"]["daemon"],
         observed_client=s["observed"]["client"],
         startup_s=None if startup is None else float(startup), verdict=s["verdict"],
-        infra=s["infra"], problems=tuple(s["problems"]), capabilities=caps, tests=tests)
+        infra=s["infra"], problems=tuple(s["problems"]), capabilities=caps, tests=tests,
+        parity=s.get("parity", ""))
 
 
 # ---------------------------------------------------------------- writing
@@ -455,6 +458,7 @@ def _stack_json(s: StackResult) -> dict[str, Any]:
         "tests": [{"nodeid": t.nodeid, "outcome": t.outcome, "duration_s": t.duration_s,
                    "requires": list(t.requires), "identities": list(t.identities),
                    "message": t.message} for t in s.tests],
+        "parity": s.parity,
     }
 
 

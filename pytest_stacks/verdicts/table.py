@@ -68,6 +68,7 @@ class Row:
     infra: str | None = None
     cells: Mapping[str, Cell] = field(default_factory=dict)
     problems: tuple[str, ...] = ()
+    parity: str = ""
 
     @property
     def observed(self) -> str:

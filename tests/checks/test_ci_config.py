@@ -628,7 +628,7 @@ def test_integration_workflow_calls_the_reusable_one() -> None:
     [job] = wf["jobs"].values()
     assert job["uses"] == "./.github/workflows/stacks.yml"
     assert job["with"]["pytest-stacks"] == "-e .[dev]"
-    assert job["with"]["test-paths"] == "tests/contract tests/backend"
+    assert job["with"]["test-paths"] == "tests/contract tests/backend tests/parity"
 
 
 def test_reusable_stack_workflow_shape() -> None:

@@ -34,7 +34,8 @@ from tests.workflows.act import ROOT, ActRun, copy_project, run_act
 
 PR_EVENT = {"pull_request": {"number": 7, "head": {"ref": "topic", "sha": "0" * 40},
                              "base": {"ref": "main"}}}
-REAL_TESTS = "tests/contract tests/backend"  # what integration.yml asks each row to run
+# What integration.yml asks each row to run.
+REAL_TESTS = "tests/contract tests/backend tests/parity"
 PINNED = "OWNER/pytest-stacks"  # the example project's `uses:`, mapped to this checkout
 
 

@@ -63,6 +63,7 @@ from pytest_stacks.backends.htcondor.translate import (
 from pytest_stacks.contract import (
     TERMINAL,
     ActionResult,
+    ChannelTap,
     JobHandle,
     JobSpec,
     JobState,
@@ -130,6 +131,12 @@ class HTCondorClient:
         stack: Stack | str = self._stack_obj if self._stack_obj is not None else self._stack
         return HTCondorClient(self._schedd, stack, self._run_dir,
                               output_retrieval=output_retrieval, _shared=self._shared)
+
+    def tapped(self, tap: ChannelTap) -> HTCondorClient:
+        """The same client over ``tap(schedd)``, with job records of its own."""
+        stack: Stack | str = self._stack_obj if self._stack_obj is not None else self._stack
+        return HTCondorClient(tap(self._schedd), stack, self._run_dir,
+                              output_retrieval=self.output_retrieval)
 
     @property
     def schedd(self) -> Schedd:

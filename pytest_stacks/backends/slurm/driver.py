@@ -17,6 +17,7 @@ from pathlib import Path
 from pytest_stacks.backends.slurm import parse
 from pytest_stacks.contract import (
     ActionResult,
+    ChannelTap,
     JobHandle,
     JobSpec,
     JobState,
@@ -228,6 +229,11 @@ class SlurmClient:
 
     def close(self) -> None:
         """Nothing to release: each call is a fresh exec."""
+
+    def tapped(self, tap: ChannelTap) -> SlurmClient:
+        """The same client over ``tap(transport)`` (its jobs are its own: nothing is shared)."""
+        return SlurmClient(tap(self._transport), self._stack, user=self._user,
+                           job_root=self._job_root, completion_user=self._completion_user)
 
 
 def _placement(spec: JobSpec) -> list[str]:

@@ -194,10 +194,13 @@ class FakeSlurmHost:
     def _complete(self, job: _Job) -> None:
         self._ctld(f"_job_complete: JobId={job.job_id} WEXITSTATUS {job.exit_code}")
         self._ctld(f"_job_complete: JobId={job.job_id} done")
+        # Seen on 20.11 (tests/parity): the completion log records a cancelled job's exit
+        # code as 0:0, while scontrol showed 0:15 (the signal is lost once it aged out).
+        signal_seen = 0 if job.state == "CANCELLED" and self._series < (21, 0) else job.signal
         self._jobcomp.append(
             f"JobId={job.job_id} UserId={job.user}(1000) GroupId={job.user}(1000) "
             f"Name={job.name} JobState={job.state} Partition=debug TimeLimit=10 "
-            f"NodeList=localhost ExitCode={job.exit_code}:{job.signal}")
+            f"NodeList=localhost ExitCode={job.exit_code}:{signal_seen}")
 
     # ------------------------------------------------------------ views
 
@@ -207,13 +210,34 @@ class FakeSlurmHost:
     def _json_exit(self, job: _Job) -> object:
         if self._series < (23, 2):
             return (job.exit_code << 8) | job.signal  # raw wait status
+        # Seen on 24.11 (tests/parity): a running job's return code is already set (0); a
+        # signalled one has no return code, and its signal carries its name.
         return {
             "status": ["SIGNALED" if job.signal else "SUCCESS" if job.exit_code == 0 else "ERROR"],
-            "return_code": {"set": job.ended is not None, "infinite": False,
-                            "number": job.exit_code},
+            "return_code": {"set": not job.signal, "infinite": False, "number": job.exit_code},
             "signal": {"id": {"set": bool(job.signal), "infinite": False, "number": job.signal},
-                       "name": ""},
+                       "name": signal.Signals(job.signal).name[3:] if job.signal else ""},
         }
+
+    def _json_envelope(self, argv: tuple[str, ...], user: str) -> dict[str, object]:
+        """What 24.11 prints around the jobs (data_parser v0.0.42), as recorded."""
+        if self._series < (24, 11):
+            return {}
+        words = list(argv)
+        if "-t" in words:  # seen: `squeue --json -t all` is shown as ["squeue", "--json", "-t"]
+            del words[words.index("-t") + 1]
+        major, minor, micro = [*self.version.split("."), "0", "0"][:3]
+        unset = {"set": True, "infinite": False, "number": 0}
+        return {
+            "last_backfill": unset,
+            "last_update": {**unset, "number": int(time.time())},
+            "meta": {"plugin": {"type": "", "name": "", "data_parser": "data_parser/v0.0.42",
+                                "accounting_storage": ""},
+                     "client": {"source": "", "user": user, "group": user},
+                     "command": words,
+                     "slurm": {"version": {"major": major, "micro": micro, "minor": minor},
+                               "release": self.version, "cluster": "stacks"}},
+            "errors": [], "warnings": []}
 
     def _squeue(self, argv: tuple[str, ...], user: str) -> CommandResult:
         if "-t" in argv and argv.index("-t") + 1 >= len(argv):
@@ -231,7 +255,8 @@ class FakeSlurmHost:
                      "state_reason": j.reason, "exit_code": self._json_exit(j),
                      "current_working_directory": j.workdir}
                     for j in listed]
-            return self._ok(argv, json.dumps({"jobs": jobs}, indent=2))
+            return self._ok(argv, json.dumps({"jobs": jobs, **self._json_envelope(argv, user)},
+                                             indent=2))
         lines = [f"{j.job_id}|{j.state}|{j.reason}" for j in self._jobs.values()
                  if all_states or j.ended is None]
         return self._ok(argv, "\n".join(lines) + ("\n" if lines else ""))
@@ -267,7 +292,9 @@ class FakeSlurmHost:
             return self._err(argv, "sacct: fatal: open /var/log/slurm/jobcomp.log: "
                              "Permission denied\n")
         wanted: set[str] | None = None
-        if "-j" in argv:
+        # Seen on 20.11 (tests/parity): `sacct -c` ignores -j and lists the whole completion
+        # log; 24.11 honours it. The versions between are not recorded.
+        if "-j" in argv and self._series >= (21, 0):
             wanted = set(argv[argv.index("-j") + 1].split(","))
         lines = []
         for entry in self._jobcomp:

@@ -31,10 +31,10 @@ Where it matters to clients it behaves as the 23.9.6 schedd did with the 25.14.1
 * Periodic evaluation happens every ``periodic_expr_interval`` seconds, driven lazily by the
   elapsed time on each call (no thread; :meth:`FakeSchedd.run_periodic` forces one); a job also
   leaves at once when it completes with a false ``LeaveJobInQueue``.
-* ``act("remove")`` marks the job Removed (a running one with ``ExitBySignal``/``ExitSignal
-  15``), and it leaves the queue ``removed_linger`` seconds later. Removing a kept *completed*
-  job records it as Removed too; editing its ``LeaveJobInQueue`` to false lets it leave as
-  Completed.
+* ``act("remove")`` marks the job Removed (a running one keeps ``ExitBySignal`` false, with
+  no ``ExitSignal``, as 23.9.6 does), and it leaves the queue ``removed_linger`` seconds
+  later. Removing a kept *completed* job records it as Removed too; editing its
+  ``LeaveJobInQueue`` to false lets it leave as Completed.
 * ``retrieve`` of a job that is no longer in the queue (or never existed) raises nothing and
   writes nothing, as the 25.14 bindings against a 23.9 schedd do.
 * Finished jobs are then only in ``history`` (newest first); unknown ids are simply absent.

@@ -125,8 +125,10 @@ class FakeSchedd:
                     shutil.copy2(path, job.spool / name)
                 job.ad["StageInFinish"] = now
                 job.set_status(1)
-                for key in ("HoldReason", "HoldReasonCode", "HoldReasonSubCode"):
-                    job.ad.pop(key, None)
+                # Seen on 23.9.6 (tests/parity): the release leaves the hold's reason and
+                # code in the ad as undefined, which a query returns (None here).
+                job.ad.update({"HoldReason": None, "HoldReasonCode": None})
+                job.ad.pop("HoldReasonSubCode", None)
                 self._log_line(f"Job {job_id} spooled, released")
             self._tick()
 
@@ -188,8 +190,10 @@ class FakeSchedd:
             return totals
 
     def _remove(self, job: Job, reason: str) -> None:
-        if job.status == 2:  # the starter kills the job with SIGTERM
-            job.ad.update({"ExitBySignal": True, "ExitSignal": 15})
+        # Seen on 23.9.6 (tests/parity): a job removed while running keeps ExitBySignal false
+        # and gets no ExitSignal or ExitCode; the starter's SIGTERM is not in the ad. A kept
+        # completed job keeps its ExitCode.
+        if job.status == 2:
             job.ad.pop("ExitCode", None)
         job.stop()
         job.ad["RemoveReason"] = reason
@@ -232,8 +236,9 @@ class FakeSchedd:
             self._tick()
             expr = self._constraint(constraint)
             now = int(time.time())
-            return [self._project(job.ad, projection) for job in self._queue.values()
-                    if expr.is_true(job.ad, now)]
+            # Seen on 23.9.6: the schedd adds its clock to every ad a query returns.
+            return [{**self._project(job.ad, projection), "ServerTime": now}
+                    for job in self._queue.values() if expr.is_true(job.ad, now)]
 
     def history(self, constraint: str = "true", projection: Sequence[str] = (),
                 match: int = -1) -> list[dict[str, Any]]:

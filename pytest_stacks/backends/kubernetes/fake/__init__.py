@@ -47,6 +47,8 @@ class FakeCluster:
         self._stop = threading.Event()
         self._bootstrap()
         self._thread: threading.Thread | None = None
+        self._passes = 0
+        self._passed = threading.Condition()
         if autostart:
             self._thread = threading.Thread(target=self._loop, name="fake-kubernetes",
                                             daemon=True)
@@ -66,6 +68,9 @@ class FakeCluster:
     def _loop(self) -> None:
         while not self._stop.wait(self.tick):
             self.step()
+            with self._passed:
+                self._passes += 1
+                self._passed.notify_all()
 
     def step(self) -> None:
         """One pass of every controller, in the order a real cluster converges."""
@@ -191,13 +196,19 @@ class FakeCluster:
             change(obj)
             self.store.touch(obj)
 
-    def wait_idle(self, steps: int = 3) -> None:
-        """Let the control loop run ``steps`` more passes."""
-        for _ in range(steps):
-            if self._thread is None:
+    def wait_idle(self, steps: int = 3, timeout: float = 30.0) -> None:
+        """Return once the control loop has run ``steps`` more whole passes (counted, not
+        slept for: a loaded machine runs fewer passes in the same time)."""
+        if self._thread is None:
+            for _ in range(steps):
                 self.step()
-            else:
-                time.sleep(self.tick)
+            return
+        with self._passed:
+            target = self._passes + steps
+            if not self._passed.wait_for(lambda: self._passes >= target, timeout=timeout):
+                raise TimeoutError(f"the fake cluster's control loop ran "
+                                   f"{self._passes - target + steps} of {steps} passes in "
+                                   f"{timeout:.0f} s")
 
 
 def _evicted(pod: Obj) -> None:

@@ -1,0 +1,50 @@
+"""``record``: a real stack's exchanges with the reference driver, recorded for the fakes'
+parity check (``tests/parity``), written beside the parity file the fakes are checked with.
+
+It is a pytest run of the parity test on that one stack (the stack comes up, is proven, and
+goes down as in any run); the test writes the recording before it compares the fakes that
+claim the stack, so a new daemon's recording is kept even when a fake no longer matches it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from pytest_stacks.cli.common import manifest_path
+from pytest_stacks.errors import StacksError
+
+
+def cmd_record(args: argparse.Namespace) -> int:
+    tests = Path(args.tests)
+    parity_file = tests / "parity.yaml"
+    if not parity_file.is_file():
+        raise StacksError(f"{parity_file} does not exist: --tests names the folder of the "
+                          f"parity test and its parity.yaml (this repository: tests/parity)")
+    target = Path(args.to) if args.to else tests / "recordings"
+    env = {**os.environ, "PYTEST_STACKS_RECORD_TO": str(target.resolve())}
+    command = [sys.executable, "-m", "pytest", str(tests), f"--stack={args.name}",
+               f"--stack-manifest={manifest_path(args)}", "-p", "no:randomly", "-q",
+               "--stack-results", str(Path(".pytest-stacks") / f"record-{args.name}.json")]
+    print(f"pytest-stacks record: {' '.join(command[2:])}", flush=True)
+    code = subprocess.call(command, env=env)
+    written = target / f"{args.name}.json"
+    if written.is_file():
+        print(f"pytest-stacks record: {written}")
+    return code
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser("record", help="record a real stack's exchanges for the fakes' parity "
+                                      "check (tests/parity/recordings/NAME.json)")
+    p.add_argument("name", metavar="NAME", help="a real stack of the manifest")
+    p.add_argument("--tests", default="tests/parity",
+                   help="the folder holding the parity test and parity.yaml "
+                        "(default: tests/parity)")
+    p.add_argument("--to", default=None, metavar="DIR",
+                   help="where the recording goes (default: TESTS/recordings)")
+    p.set_defaults(func=cmd_record)

@@ -1,0 +1,34 @@
+"""Record one scenario run of a client: what the flow of a recording is, in one place."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pytest_stacks.contract import JobClient, Tappable
+from pytest_stacks.errors import StacksError
+from pytest_stacks.parity.scenario import run_scenario
+from pytest_stacks.parity.store import Recording
+from pytest_stacks.parity.tap import Recorder
+
+
+class NotTappable(StacksError):
+    """The client offers no ``tapped`` (see :class:`~pytest_stacks.contract.Tappable`)."""
+
+
+def record(client: JobClient, *, stack: str, backend: str, run_dir: Path,
+           timeout: float) -> Recording:
+    """Run the scenario through ``client.tapped`` and return the normalised recording.
+
+    ``run_dir`` holds the outputs fetched; it and the stack's name become placeholders (a
+    driver's local folders are named after its stack, which a fake and a daemon do not share).
+    """
+    if not isinstance(client, Tappable):
+        raise NotTappable(f"the client of {stack} ({type(client).__name__}) has no tapped(): "
+                          f"its exchanges cannot be recorded")
+    recorder = Recorder()
+    tapped = client.tapped(recorder.tap)
+    outputs = run_dir / "parity-outputs"
+    outputs.mkdir(parents=True, exist_ok=True)
+    run_scenario(tapped, recorder, outputs, timeout=timeout)
+    return Recording.of(stack, backend, client.versions(), recorder,
+                        {str(run_dir): "<run_dir>", stack: "<stack>"})

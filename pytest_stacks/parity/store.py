@@ -1,0 +1,164 @@
+"""Recordings on disk (one JSON file per real stack, small and reviewable) and the one file
+that says which fake is checked against which recording and which differences are meant.
+
+The parity file (``tests/parity/parity.yaml`` in this repository)::
+
+    fakes:
+      fake-slurm:
+        against: slurm-24.11         # the real stack whose recording this fake must match
+        options: {min_job_age: 300}  # the fake configured as that stack's daemons are
+    declared:
+      - backend: slurm
+        call: "run: squeue --json*"
+        under: "response.stdout.json.jobs[*]"   # optional: the fields below are under it
+        fields: [account, job_resources]         # each covers everything under it
+        reason: why the fake does not answer this as the daemon does
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from pytest_stacks.errors import ManifestError
+from pytest_stacks.parity.compare import Declared
+from pytest_stacks.parity.normalise import Normaliser
+from pytest_stacks.parity.tap import Recorder
+
+FORMAT = 1
+
+
+@dataclasses.dataclass
+class Recording:
+    stack: str
+    backend: str
+    versions: dict[str, str]
+    recorded_at: str
+    steps: list[dict[str, Any]]
+
+    @classmethod
+    def of(cls, stack: str, backend: str, versions: Mapping[str, str], recorder: Recorder,
+           roots: Mapping[str, str]) -> Recording:
+        """The recorder's steps, normalised (nothing run-specific is kept)."""
+        normalise = Normaliser(recorder.job_ids, roots)
+        # Requests first: the names the driver made (work folders) are numbered in the order
+        # it made them, before anything a daemon adds (a container's name) is seen.
+        for step in recorder.steps:
+            for exchange in step.exchanges:
+                normalise(exchange.request)
+        steps = [{"name": s.name, "exchanges": [normalise(e.to_json()) for e in s.exchanges]}
+                 for s in recorder.steps]
+        return cls(stack, backend, dict(versions),
+                   time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), steps)
+
+    def write(self, path: Path) -> Path:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        data = {"format": FORMAT, **dataclasses.asdict(self)}
+        path.write_text(_readable(data) + "\n", encoding="utf-8")
+        return path
+
+    @classmethod
+    def read(cls, path: Path) -> Recording:
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise ManifestError([f"{path}: not a readable recording ({exc}); make it again "
+                                 f"with `pytest-stacks record STACK`"]) from exc
+        if not isinstance(data, dict) or data.get("format") != FORMAT:
+            raise ManifestError([f"{path}: field 'format' must be {FORMAT}; make the recording "
+                                 f"again with `pytest-stacks record STACK`"])
+        try:
+            return cls(str(data["stack"]), str(data["backend"]), dict(data["versions"]),
+                       str(data["recorded_at"]), list(data["steps"]))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ManifestError([f"{path}: field {exc} is missing or malformed; make the "
+                                 f"recording again with `pytest-stacks record STACK`"]) from exc
+
+
+@dataclasses.dataclass(frozen=True)
+class Pairing:
+    fake: str
+    against: str
+    options: dict[str, Any]
+
+
+@dataclasses.dataclass(frozen=True)
+class ParityFile:
+    path: Path
+    pairings: dict[str, Pairing]
+    declared: list[Declared]
+
+    def recording_path(self, stack: str) -> Path:
+        return self.path.parent / "recordings" / f"{stack}.json"
+
+    def fakes_of(self, real: str) -> list[Pairing]:
+        return [p for p in self.pairings.values() if p.against == real]
+
+
+def read_parity_file(path: Path) -> ParityFile:
+    """The pairings and declarations; a malformed entry names the file, the field, the fix."""
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except (OSError, yaml.YAMLError) as exc:
+        raise ManifestError([f"{path}: cannot be read as YAML ({exc})"]) from exc
+    problems: list[str] = []
+    if not isinstance(data, dict) or set(data) - {"fakes", "declared"}:
+        raise ManifestError([f"{path}: the top level holds 'fakes' and 'declared' only"])
+    pairings: dict[str, Pairing] = {}
+    for fake, entry in (data.get("fakes") or {}).items():
+        if not isinstance(entry, dict) or not isinstance(entry.get("against"), str):
+            problems.append(f"{path}: fakes.{fake}.against must name the real stack whose "
+                            f"recording the fake is checked against")
+            continue
+        options = entry.get("options") or {}
+        if not isinstance(options, dict):
+            problems.append(f"{path}: fakes.{fake}.options must be a mapping of the fake's "
+                            f"options")
+            continue
+        pairings[str(fake)] = Pairing(str(fake), entry["against"], dict(options))
+    declared: list[Declared] = []
+    for index, entry in enumerate(data.get("declared") or []):
+        keys = {"backend", "call", "fields", "reason"}
+        if not isinstance(entry, dict) or not keys <= set(entry) or (
+                set(entry) - keys - {"step", "under"}):
+            problems.append(f"{path}: declared[{index}] needs backend, call, fields and reason "
+                            f"(and may name a step, and the field all of its fields are under)")
+            continue
+        if not str(entry["reason"]).strip():
+            problems.append(f"{path}: declared[{index}].reason is empty: say why the fake "
+                            f"differs on purpose")
+            continue
+        fields = entry["fields"]
+        if not isinstance(fields, list) or not fields or not all(
+                isinstance(f, str) and f for f in fields):
+            problems.append(f"{path}: declared[{index}].fields must be a list of field paths "
+                            f"('*' matches anything), as a difference names them")
+            continue
+        under = str(entry.get("under", ""))
+        declared.append(Declared(str(entry["backend"]), str(entry["call"]),
+                                 tuple(f"{under}.{f}" if under else f for f in fields),
+                                 str(entry["reason"]), str(entry.get("step", "*"))))
+    if problems:
+        raise ManifestError(problems)
+    return ParityFile(path, pairings, declared)
+
+
+def _readable(value: Any, indent: str = "") -> str:
+    """JSON with one line per value that fits in one (a Slurm ``{"set": true, "infinite":
+    false, "number": 0}`` is one line, not five): a recording stays reviewable in a diff."""
+    flat = json.dumps(value, ensure_ascii=False)
+    if len(flat) + len(indent) <= 100 or not isinstance(value, dict | list) or not value:
+        return flat
+    inner = indent + " "
+    if isinstance(value, dict):
+        items = [f"{inner}{json.dumps(k, ensure_ascii=False)}: {_readable(v, inner)}"
+                 for k, v in value.items()]
+        return "{\n" + ",\n".join(items) + f"\n{indent}}}"
+    items = [f"{inner}{_readable(v, inner)}" for v in value]
+    return "[\n" + ",\n".join(items) + f"\n{indent}]"
