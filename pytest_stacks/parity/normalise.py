@@ -4,7 +4,8 @@ to other work on a shared stack (other tests' jobs in a full queue listing) is d
 
 A run's own folder (``/tmp/pytest-stacks-0/<run id>``, where a driver keeps its local files)
 becomes ``<run_dir>``; a listing of jobs is ordered by job, because a schedd lists its queue
-in the order of its own tables, which is nothing a client may rely on.
+in the order of its own tables, which is nothing a client may rely on; for the same reason
+a list of typed entries (a Kubernetes object's ``status.conditions``) is ordered by type.
 
 Job ids are recognised only where an id stands (an id field, ``JobId=``, ``job 17``, a line
 that starts with it, ``slurm-17.out``, ``17.batch``), never as any number: a fake counts from 1,
@@ -20,6 +21,9 @@ from typing import Any
 
 ID_KEYS = frozenset({"job_id", "jobid", "clusterid", "cluster", "array_job_id", "het_job_id"})
 _RUN_DIR = re.compile(r"(?:/[\w.-]+)*/pytest-stacks-\d+/(?:kept/)?\d{14}-[0-9a-f]{8}")
+_UUID = re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b")
+#: Values a server counts up for its own bookkeeping (an object's version in etcd).
+COUNTER_KEYS = frozenset({"resourceversion"})
 _TIME = re.compile(r"\b\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2})?")
 _SINFUL = re.compile(r"<\d{1,3}(?:\.\d{1,3}){3}:\d+[^>\s]*>")
 _IP = re.compile(r"\b\d{1,3}(?:\.\d{1,3}){3}\b")
@@ -40,6 +44,8 @@ class Normaliser:
         self._hex: dict[str, str] = {}
         self._id_patterns = [(self._pattern(j), f"<job{i}>")
                              for i, j in enumerate(self.job_ids, 1)]
+        self._line_patterns = [(self._line_pattern(j), f"<job{i}>")
+                               for i, j in enumerate(self.job_ids, 1)]
         # HTCondor: a job is cluster.proc, and one submit here is one cluster, so a cluster
         # number where a cluster stands is named after its job.
         self._clusters: dict[str, str] = {}
@@ -55,20 +61,36 @@ class Normaliser:
         j = re.escape(job_id)
         return re.compile(
             rf"(?im)(?<=jobid=){j}\b|(?<=\bjob ){j}\b"
-            rf"|(?<=\bjob id ){j}\b|^{j}(?=[|;\s]|$)|(?<=[-_]){j}(?=\.(?:out|err|log)\b)"
+            rf"|(?<=\bjob id ){j}\b|(?<=[-_]){j}(?=\.(?:out|err|log)\b)"
             rf"|(?<![\w.]){j}(?=\.(?:batch|extern)\b)"
             + (rf"|(?<![\w.]){j}(?![\w.])" if "." in job_id else ""))
+
+    @staticmethod
+    def _line_pattern(job_id: str) -> re.Pattern[str]:
+        """A line of command output that starts with the id (``sbatch --parsable``, ``sacct
+        -P``); only in output (text with a newline): "24" alone may be a version's major."""
+        return re.compile(rf"(?m)^{re.escape(job_id)}(?=[|;\s]|$)")
 
     def __call__(self, value: Any, key: str = "") -> Any:
         if isinstance(value, Mapping):
             return {self.text(str(k)): self(v, str(k)) for k, v in value.items()}
         if isinstance(value, list):
             kept = [self(v) for v in value if not self._foreign(v)]
-            return sorted(kept, key=_job_order) if all(map(_job_order, kept)) else kept
+            if kept and all(map(_job_order, kept)):
+                return sorted(kept, key=_job_order)
+            if kept and all(isinstance(v, Mapping) and isinstance(v.get("type"), str)
+                            for v in kept):
+                return sorted(kept, key=lambda v: str(v["type"]))  # conditions
+            return kept
         if isinstance(value, bool) or value is None or isinstance(value, float):
             return value
+        if key.lower() in COUNTER_KEYS:
+            return "<counter>"
         if isinstance(value, int):
             return self._number(value, key)
+        if not key and value in self.job_ids and _ID_VALUE.fullmatch(value):
+            # a word of a command line (`scancel 17`); named objects keep their names
+            return f"<job{self.job_ids.index(value) + 1}>"
         parsed = _json(str(value))
         if parsed is not None:
             return {"json": self(parsed)}
@@ -97,6 +119,7 @@ class Normaliser:
         for root, name in self.roots:
             text = text.replace(root, name)
         text = _RUN_DIR.sub("<run_dir>", text)
+        text = _UUID.sub(self._uid_name, text)
         if "\n" in text:
             text = "\n".join(line for line in text.split("\n") if not self._foreign_line(line))
         text = _TIME.sub("<time>", text)
@@ -104,6 +127,9 @@ class Normaliser:
         text = _IP.sub("<ip>", text)
         for pattern, name in self._id_patterns:
             text = pattern.sub(name, text)
+        if "\n" in text:
+            for pattern, name in self._line_patterns:
+                text = pattern.sub(name, text)
         text = _HEX.sub(self._hex_name, text)
         text = _EPOCH.sub("<epoch>", text)
         return _HMS.sub("<hms>", text)
@@ -114,6 +140,9 @@ class Normaliser:
             return False
         listed = match.group(1) or match.group(2)
         return listed not in {j.split(".")[0] for j in self.job_ids}
+
+    def _uid_name(self, match: re.Match[str]) -> str:
+        return self._hex.setdefault(match.group(0), f"<uid{len(self._hex) + 1}>")
 
     def _hex_name(self, match: re.Match[str]) -> str:
         return self._hex.setdefault(match.group(0), f"<hex{len(self._hex) + 1}>")

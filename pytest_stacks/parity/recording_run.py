@@ -16,7 +16,7 @@ class NotTappable(StacksError):
 
 
 def record(client: JobClient, *, stack: str, backend: str, run_dir: Path,
-           timeout: float) -> Recording:
+           timeout: float, capabilities: frozenset[str] | None = None) -> Recording:
     """Run the scenario through ``client.tapped`` and return the normalised recording.
 
     ``run_dir`` holds the outputs fetched; it and the stack's name become placeholders (a
@@ -29,6 +29,8 @@ def record(client: JobClient, *, stack: str, backend: str, run_dir: Path,
     tapped = client.tapped(recorder.tap)
     outputs = run_dir / "parity-outputs"
     outputs.mkdir(parents=True, exist_ok=True)
-    run_scenario(tapped, recorder, outputs, timeout=timeout)
+    run_scenario(tapped, recorder, outputs, timeout=timeout, capabilities=capabilities)
+    # Names the client made up for its run (a Kubernetes namespace, its jobs' prefix).
+    made: dict[str, str] = getattr(tapped, "parity_names", dict)()
     return Recording.of(stack, backend, client.versions(), recorder,
-                        {str(run_dir): "<run_dir>", stack: "<stack>"})
+                        {str(run_dir): "<run_dir>", stack: "<stack>", **made})

@@ -58,9 +58,15 @@ class Recorder:
         self.job_ids.extend(j for j in job_ids if j not in self.job_ids)
 
     def add(self, exchange: Exchange) -> None:
+        """A driver's own retry of the very same request (waiting for a default
+        ServiceAccount, say) keeps only its last answer, as a wait of the scenario does."""
         if not self.steps:
             self.step("start")
-        self.steps[-1].exchanges.append(exchange)
+        exchanges = self.steps[-1].exchanges
+        if exchanges and (exchanges[-1].call, exchanges[-1].request) == (
+                exchange.call, exchange.request):
+            exchanges.pop()
+        exchanges.append(exchange)
 
     def tap(self, channel: Any) -> Any:
         """``channel`` seen by this recorder (a :class:`~pytest_stacks.contract.ChannelTap`)."""

@@ -25,7 +25,8 @@ from pytest_stacks.plugin.state import state
 from pytest_stacks.providers import fake_factory
 
 PARITY_FILE = Path(__file__).with_name("parity.yaml")
-CAPABILITIES = ("submit", "status", "execution", "kill", "purge", "inputs", "outputs")
+#: What the scenario needs at least; execution, inputs and outputs are used where offered.
+CAPABILITIES = ("submit", "status", "kill", "purge")
 
 
 def _fake_run(fake: Stack, pairing: Pairing, run_dir: Path) -> Recording:
@@ -34,7 +35,7 @@ def _fake_run(fake: Stack, pairing: Pairing, run_dir: Path) -> Recording:
     client, _logs, close = fake_factory(configured)(configured, run_dir)
     try:
         return record(client, stack=fake.name, backend=fake.backend, run_dir=run_dir,
-                      timeout=fake.timeouts.job)
+                      timeout=fake.timeouts.job, capabilities=fake.capabilities)
     finally:
         close()
 
@@ -81,7 +82,8 @@ def test_the_fake_answers_as_its_daemon(
         return
     try:
         fresh = record(backend, stack=stack.name, backend=stack.backend,
-                       run_dir=tmp_path / "real", timeout=stack.timeouts.job)
+                       run_dir=tmp_path / "real", timeout=stack.timeouts.job,
+                       capabilities=stack.capabilities)
     except NotTappable as exc:
         pytest.skip(str(exc))
     target = Path(os.environ.get("PYTEST_STACKS_RECORD_TO", ".pytest-stacks/recordings"))

@@ -907,3 +907,18 @@ def test_a_fake_stacks_observed_version_is_said_to_be_simulated() -> None:
     assert "24.11.5 (simulated)" in render.markdown(model)
     assert "observed 24.11.5 (pinned, simulated)" in render.html_page(model)
     assert render.to_dict(model)["rows"][0]["observed"]["simulated"] is True
+
+
+def test_the_report_names_the_recording_each_fake_was_checked_against(
+        manifest: Manifest, write: Callable[..., Path]) -> None:
+    stack = entry(manifest.get("htcondor-23.9"), manifest)
+    stack["parity"] = "checked against htcondor-23.9 23.9.6 recorded 2026-12-02T00:57:00Z (passed)"
+    model = merge.merge(loaded([write("one.json", document(stack))]), manifest=manifest)
+    text = render.markdown(model)
+    assert ("- htcondor-23.9: checked against htcondor-23.9 23.9.6 recorded "
+            "2026-12-02T00:57:00Z (passed)") in text.splitlines()
+    assert "parity: checked against htcondor-23.9" in render.html_page(model)
+    assert render.to_dict(model)["rows"][0]["parity"].endswith("(passed)")
+    plain = entry(manifest.get("htcondor-23.9"), manifest)
+    assert "Fakes checked" not in render.markdown(
+        merge.merge(loaded([write("two.json", document(plain))]), manifest=manifest))

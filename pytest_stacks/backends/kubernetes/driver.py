@@ -15,7 +15,6 @@ instead of waiting forever.
 
 from __future__ import annotations
 
-import re
 import secrets
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -38,10 +37,11 @@ from pytest_stacks.backends.kubernetes.identities import (
     identity_of,
     observe,
 )
-from pytest_stacks.backends.kubernetes.namespaces import ensure_namespace
+from pytest_stacks.backends.kubernetes.namespaces import dns_suffix, ensure_namespace
 from pytest_stacks.backends.kubernetes.objects import conditions, terminated
 from pytest_stacks.contract import (
     ActionResult,
+    ChannelTap,
     JobHandle,
     JobSpec,
     JobState,
@@ -82,7 +82,7 @@ class KubernetesClient:
         self.invalid_after = invalid_after
         self._records: dict[str, _Record] = {}
         self._seen: dict[tuple[str, str, str], Identity] = {}
-        self._prefix = f"pst-{_dns_suffix(run_id)}-{secrets.token_hex(2)}"
+        self._prefix = f"pst-{dns_suffix(run_id)}-{secrets.token_hex(2)}"
         self._counter = 0
         self._namespace_ready = False
 
@@ -382,7 +382,17 @@ class KubernetesClient:
     def close(self) -> None:
         self._api.close()
 
+    def tapped(self, tap: ChannelTap) -> KubernetesClient:
+        """The same client over ``tap(api)``, in the run's namespace, made first (a fresh
+        double has none yet; a real stack's run has): the setup is not the server's answer."""
+        self.ensure_namespace()
+        client = KubernetesClient(
+            tap(self._api), self._stack, namespace=self.namespace, run_id=self.run_id,
+            image=self._image, shape=self._shape, workers=self._workers,
+            operator_version=self._operator_version, invalid_after=self.invalid_after,
+            runtime=self.runtime)
+        client._namespace_ready = True
+        return client
 
-def _dns_suffix(run_id: str) -> str:
-    cleaned = re.sub(r"[^a-z0-9]+", "-", run_id.lower()).strip("-")
-    return (cleaned[-8:].strip("-") or "run")
+    def parity_names(self) -> dict[str, str]:  # the names made up for the run, as recorded
+        return {self.namespace: "<namespace>", self._prefix: "<job-prefix>", self.run_id: "<run>"}

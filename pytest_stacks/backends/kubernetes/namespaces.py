@@ -4,6 +4,8 @@ server refuses pods in it with 403)."""
 
 from __future__ import annotations
 
+import re
+
 from pytest_stacks.backends.kubernetes import objects
 from pytest_stacks.backends.kubernetes.api import ApiError, KubeApi
 from pytest_stacks.errors import BackendCallError
@@ -29,3 +31,9 @@ def ensure_namespace(api: KubeApi, namespace: str, run_id: str) -> None:
                                         f"in {ACCOUNT_TIMEOUT:.0f}s")
     except TimeoutError as exc:
         raise BackendCallError(str(exc)) from None
+
+
+def dns_suffix(run_id: str) -> str:
+    """The end of a run id as a DNS label's part (the run's job names carry it)."""
+    cleaned = re.sub(r"[^a-z0-9]+", "-", run_id.lower()).strip("-")
+    return (cleaned[-8:].strip("-") or "run")

@@ -124,13 +124,18 @@ class Kwok:
                                         "default-scheduler")
             return
         pod["spec"]["nodeName"] = meta(node_obj)["name"]
+        # The shape kwok gives a running pod on 1.36.3, as recorded (tests/parity).
         pod["status"] = {
             "phase": "Running", "startTime": stamp, "hostIP": "10.0.0.1", "podIP": "10.0.0.2",
-            "conditions": [{"type": t, "status": "True", "lastTransitionTime": stamp}
+            "hostIPs": [{"ip": "10.0.0.1"}], "podIPs": [{"ip": "10.0.0.2"}],
+            "conditions": [{"type": t, "status": "True", "lastProbeTime": None,
+                            "lastTransitionTime": stamp}
                            for t in ("PodScheduled", "Initialized", "ContainersReady", "Ready")],
-            "containerStatuses": [{"name": c["name"], "image": c["image"], "ready": True,
-                                   "restartCount": 0, "state": {"running": {"startedAt": stamp}}}
+            "containerStatuses": [{"name": c["name"], "image": c["image"], "imageID": "",
+                                   "ready": True, "restartCount": 0, "lastState": {},
+                                   "state": {"running": {"startedAt": stamp}}}
                                   for c in pod["spec"]["containers"]],
+            "qosClass": pod["status"].get("qosClass", "BestEffort"),
         }
         self._since[str(meta(pod)["uid"])] = now
         self.store.touch(pod)
@@ -150,14 +155,17 @@ class Kwok:
         status["phase"] = "Succeeded" if code == 0 else "Failed"
         for cond in status["conditions"]:
             if cond["type"] in ("Ready", "ContainersReady"):
-                cond.update(status="False", reason="PodCompleted", lastTransitionTime=stamp)
+                cond.update(status="False", lastTransitionTime=stamp,
+                            reason="PodCompleted" if code == 0 else "PodFailed")
         for cs in status["containerStatuses"]:
             started = cs["state"].get("running", {}).get("startedAt", stamp)
-            cs["ready"] = False
-            cs["state"] = {"terminated": {
-                "exitCode": code, "reason": "Completed" if code == 0 else "Error",
-                "message": annotations.get(ANNOTATION_MESSAGE, ""),
-                "startedAt": started, "finishedAt": stamp}}
+            cs.update(ready=False, started=False)
+            terminated = {"exitCode": code, "reason": "Completed" if code == 0 else "Error",
+                          "message": annotations.get(ANNOTATION_MESSAGE, ""),
+                          "startedAt": started, "finishedAt": stamp}
+            if not terminated["message"]:
+                del terminated["message"]  # omitempty, as the server shows it
+            cs["state"] = {"terminated": terminated}
         self.store.touch(pod)
 
 
