@@ -101,7 +101,7 @@ def markdown(model: Compatibility) -> str:
         lines.append("| " + " | ".join(shown) + " |")
     checked = [row for row in model.rows if row.parity]
     if checked:
-        lines += ["", "### Fakes checked against their daemons' recordings", ""]
+        lines += ["", "### Parity: fakes checked against recordings, real stacks recorded", ""]
         lines += [f"- {_md(row.stack)}: {_md(row.parity)}" for row in checked]
     lines += ["", f"### Problems ({len(model.problems)})", ""]
     lines += [f"{i}. {_md(p)}" for i, p in enumerate(model.problems, 1)] or ["None."]

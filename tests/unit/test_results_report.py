@@ -920,5 +920,5 @@ def test_the_report_names_the_recording_each_fake_was_checked_against(
     assert "parity: checked against htcondor-23.9" in render.html_page(model)
     assert render.to_dict(model)["rows"][0]["parity"].endswith("(passed)")
     plain = entry(manifest.get("htcondor-23.9"), manifest)
-    assert "Fakes checked" not in render.markdown(
+    assert "### Parity" not in render.markdown(
         merge.merge(loaded([write("two.json", document(plain))]), manifest=manifest))
