@@ -215,8 +215,8 @@ class ComposeProvider:
                 adapter.wait_ready(transport, stack.timeouts.ready)
         except TimeoutError as exc:
             raise InfrastructureError(
-                stack.name, f"daemons not ready after {stack.timeouts.ready:.0f}s: {exc}",
-                self._logs(stack, info, transport)) from None
+                stack.name, f"daemons not ready after {stack.timeouts.ready:.0f}s: {exc}"
+                f"{self._stopped_services(info)}", self._logs(stack, info, transport)) from None
         endpoints = adapter.prepare(stack, transport, ctx.run_dir, info.ports)
         services = {c.labels.get("com.docker.compose.service", ""): DockerExecTransport(c)
                     for c in self._containers(info)}
@@ -226,6 +226,17 @@ class ComposeProvider:
             raise InfrastructureError(stack.name, exc.message, self._compose_logs(info)) \
                 from None
         return str(container.id), endpoints
+
+    def _stopped_services(self, info: StackInfo) -> str:
+        """The stack's containers that are not running, said in the readiness error: a peer
+        that died (its name then stops resolving) reads as the client's failure otherwise."""
+        stopped = []
+        for container in self._containers(info):
+            if container.status != "running":
+                state = container.attrs.get("State", {})
+                stopped.append(f"{container.labels.get('com.docker.compose.service', '?')} "
+                               f"{container.status} (exit code {state.get('ExitCode', '?')})")
+        return f"\nnot running: {', '.join(sorted(stopped))}" if stopped else ""
 
     def _containers(self, info: StackInfo, service: str | None = None) -> list[Any]:
         labels = [f"com.docker.compose.project={info.project}"]

@@ -96,17 +96,21 @@ munge_key() {
     chmod 0400 "$key"
 }
 
-# Slurm's daemons and clients need munged's socket: wait for it (5 s at most) or fail.
+# Slurm's daemons and clients need munged's socket. Wait while munged lives (60 s
+# at most: a loaded machine starting many stacks at once took more than 5 s), and
+# fail at once if it died.
 start_munged() {
     local socket=/run/munge/munge.socket.2
     runuser -u munge -- /usr/sbin/munged --foreground &
-    pids+=($!)
+    local munged=$!
+    pids+=("$munged")
     local i
-    for i in $(seq 1 50); do
+    for i in $(seq 1 600); do
         [ -S "$socket" ] && break
+        kill -0 "$munged" 2>/dev/null || die "munged exited before creating its socket $socket"
         sleep 0.1
     done
-    [ -S "$socket" ] || die "munged did not create its socket $socket within 5 s"
+    [ -S "$socket" ] || die "munged did not create its socket $socket within 60 s"
     log "munged started"
 }
 

@@ -87,14 +87,21 @@ trap stop TERM INT
 tail -n +1 -F "$log_dir/slurmctld.log" "$log_dir/slurmd.log" 2>/dev/null &
 pids+=($!)
 
+# munged's socket: wait while munged lives (60 s at most: a loaded machine starting
+# many stacks at once took more than 5 s), and fail at once if it died.
 runuser -u munge -- /usr/sbin/munged --foreground &
-pids+=($!)
-for _ in $(seq 1 50); do
+munged=$!
+pids+=("$munged")
+for _ in $(seq 1 600); do
     [ -S /run/munge/munge.socket.2 ] && break
+    if ! kill -0 "$munged" 2>/dev/null; then
+        log "munged exited before creating its socket /run/munge/munge.socket.2"
+        exit 1
+    fi
     sleep 0.1
 done
 if [ ! -S /run/munge/munge.socket.2 ]; then
-    log "munged did not create its socket /run/munge/munge.socket.2 within 5 s"
+    log "munged did not create its socket /run/munge/munge.socket.2 within 60 s"
     exit 1
 fi
 log "munged started"

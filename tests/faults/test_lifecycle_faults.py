@@ -168,15 +168,20 @@ def _docker_objects() -> dict[str, set[str]]:
             "containers": ids("ps", "-aq"), "dangling": ids("images", "-qf", "dangling=true")}
 
 
-def _broken_manifest(tmp_path: Path, dockerfile: str, ready_timeout: float = 120) -> Path:
+def _broken_manifest(tmp_path: Path, dockerfile: str, ready_timeout: float = 120,
+                     dead_peer: bool = False) -> Path:
+    """A one-service stack built from `dockerfile`; with `dead_peer`, a second service of the
+    same image that exits with status 3 at once (a controller that died)."""
     folder = tmp_path / "stack"
     folder.mkdir()
     (folder / "Dockerfile").write_text(dockerfile)
+    peer = ("  ctld:\n    image: \"pytest-stacks/slurm:${SLURM_IMAGE_TAG}\"\n"
+            "    command: [\"sh\", \"-c\", \"exit 3\"]\n") if dead_peer else ""
     (folder / "compose.yaml").write_text(
         "services:\n  slurm:\n    build:\n      context: .\n      args:\n"
         "        BASE_IMAGE: \"${BASE_IMAGE}\"\n"
         "    image: \"pytest-stacks/slurm:${SLURM_IMAGE_TAG}\"\n    init: true\n"
-        "    stop_grace_period: 1s\n")
+        "    stop_grace_period: 1s\n" + peer)
     manifest = tmp_path / "manifest.yaml"
     manifest.write_text(f"""
 version: 1
@@ -227,7 +232,7 @@ def test_daemon_that_never_gets_ready_fails_at_its_timeout_with_logs(tmp_path: P
     manifest = _broken_manifest(
         tmp_path, "ARG BASE_IMAGE\nFROM ${BASE_IMAGE}\n"
                   "CMD [\"sh\", \"-c\", \"echo pretending-to-be-slurmctld; sleep 600\"]\n",
-        ready_timeout=8)
+        ready_timeout=8, dead_peer=True)
     work = tmp_path / "proj"
     work.mkdir()
     cmd = [*_project(work, "def test_x(backend):\n    pass\n", manifest), "--stack=broken-slurm"]
@@ -237,6 +242,9 @@ def test_daemon_that_never_gets_ready_fails_at_its_timeout_with_logs(tmp_path: P
     assert proc.returncode == 1, out[-3000:]
     assert "daemons not ready after 8s" in out  # its own timeout, not the run's
     assert "pretending-to-be-slurmctld" in out, "the container's logs must be attached"
+    # A peer that died is named with its exit status: its name no longer resolves, which
+    # the waiting client reports as its own failure otherwise.
+    assert "not running: ctld exited (exit code 3)" in out
 
 
 CREDENTIAL_TEST = """
