@@ -26,8 +26,11 @@ privately() { # command...
     (umask 077 && "$@")
 }
 
+# ECDSA P-256, as kubeadm makes with its ECDSA option: every component here (TLS, the
+# service-account token signer, ES256) takes it, and a key takes milliseconds where an RSA
+# 2048 key took 0.2 s (the control plane needs six to twelve of them at every start).
 new_private_key() { # file
-    privately openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out "$1" 2>/dev/null
+    privately openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$1" 2>/dev/null
 }
 
 # A key and a certificate signed by the cluster's CA: $pki_dir/NAME.key and NAME.crt.
@@ -36,7 +39,7 @@ sign_certificate() { # name subject extended-key-usage [extra extension line]
     new_private_key "$pki_dir/$name.key"
     openssl req -new -key "$pki_dir/$name.key" -out "$pki_dir/$name.csr" -subj "$subject" \
         2>/dev/null
-    printf 'basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=%s\n%s\n' \
+    printf 'basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=%s\n%s\n' \
         "$usage" "$extension" > "$pki_dir/$name.ext"
     openssl x509 -req -in "$pki_dir/$name.csr" -CA "$pki_dir/ca.crt" -CAkey "$pki_dir/ca.key" \
         -CAcreateserial -out "$pki_dir/$name.crt" -days 30 -extfile "$pki_dir/$name.ext" \

@@ -12,6 +12,13 @@ common=/opt/pytest-stacks/common/control-plane.sh
 source "$common"
 mkdir -p "$pki_dir" "$log_dir"
 
+# etcd needs no certificate (plain HTTP on loopback): it starts while the PKI is made.
+start_component etcd "$programs_dir/etcd/bin/etcd" --name=pytest-stacks \
+    --data-dir="$state_dir/etcd" \
+    --listen-client-urls=http://127.0.0.1:2379 --advertise-client-urls=http://127.0.0.1:2379 \
+    --listen-peer-urls=http://127.0.0.1:2380 --initial-advertise-peer-urls=http://127.0.0.1:2380 \
+    --initial-cluster=pytest-stacks=http://127.0.0.1:2380 --initial-cluster-state=new \
+    --listen-metrics-urls=http://127.0.0.1:2381 --log-level=warn
 make_control_plane_pki 127.0.0.1
 finish_pki
 write_kubeconfig "$state_dir/admin.kubeconfig" admin admin
@@ -20,12 +27,6 @@ write_kubeconfig "$state_dir/kube-controller-manager.kubeconfig" system:kube-con
 write_kubeconfig "$state_dir/kube-scheduler.kubeconfig" system:kube-scheduler kube-scheduler
 export KUBECONFIG=$state_dir/admin.kubeconfig
 
-start_component etcd "$programs_dir/etcd/bin/etcd" --name=pytest-stacks \
-    --data-dir="$state_dir/etcd" \
-    --listen-client-urls=http://127.0.0.1:2379 --advertise-client-urls=http://127.0.0.1:2379 \
-    --listen-peer-urls=http://127.0.0.1:2380 --initial-advertise-peer-urls=http://127.0.0.1:2380 \
-    --initial-cluster=pytest-stacks=http://127.0.0.1:2380 --initial-cluster-state=new \
-    --listen-metrics-urls=http://127.0.0.1:2381 --log-level=warn
 wait_until_ok etcd 60 curl -sf http://127.0.0.1:2381/health
 
 start_component kube-apiserver "$programs_dir/kubernetes/bin/kube-apiserver" \
@@ -39,6 +40,7 @@ start_component kube-apiserver "$programs_dir/kubernetes/bin/kube-apiserver" \
     --authorization-mode=Node,RBAC --endpoint-reconciler-type=none
 wait_until_ok kube-apiserver 120 curl -sf --cacert "$pki_dir/ca.crt" \
     --cert "$pki_dir/admin.crt" --key "$pki_dir/admin.key" "$api_url/readyz"
+say "apiserver ready"
 
 start_component kube-controller-manager "$programs_dir/kubernetes/bin/kube-controller-manager" \
     --kubeconfig="$state_dir/kube-controller-manager.kubeconfig" \
@@ -54,6 +56,18 @@ start_component kube-scheduler "$programs_dir/kubernetes/bin/kube-scheduler" \
     --authorization-kubeconfig="$state_dir/kube-scheduler.kubeconfig" \
     --bind-address=127.0.0.1 --secure-port=10259 --leader-elect=false
 
+# kwok needs nothing but the API: it starts now, and the node it manages is registered while
+# the operator's manifest is applied (each kubectl call is a fraction of a second).
+start_component kwok "$programs_dir/kwok/bin/kwok" --kubeconfig="$state_dir/admin.kubeconfig" \
+    --manage-all-nodes=false --manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake \
+    --cidr=10.244.0.0/16 --node-ip=10.96.0.10 --node-lease-duration-seconds=40 \
+    -c "$programs_dir/kwok/files/node-initialize.yaml" \
+    -c "$programs_dir/kwok/files/node-heartbeat-with-lease.yaml" \
+    -c "$programs_dir/kwok/files/pod-ready.yaml" -c "$programs_dir/kwok/files/pod-delete.yaml" \
+    -c "$stack_files_dir/stages/pod-outcome.yaml"
+"$kubectl" apply -f "$stack_files_dir/node.yaml" > "$log_dir/node-apply.log" 2>&1 &
+node_apply=$!
+
 # The operator's release manifest (CRD, namespace, RBAC) from its pinned module; its Deployment
 # is removed because the operator runs here, out of cluster, with exactly that RBAC.
 {
@@ -64,18 +78,11 @@ start_component kube-scheduler "$programs_dir/kubernetes/bin/kube-scheduler" \
 operator_token=$("$kubectl" -n mpi-operator create token mpi-operator --duration=48h)
 write_kubeconfig "$state_dir/operator.kubeconfig" mpi-operator "token=$operator_token"
 unset operator_token
-"$kubectl" apply -f "$stack_files_dir/node.yaml" >> "$log_dir/apply.log"
-
-start_component kwok "$programs_dir/kwok/bin/kwok" --kubeconfig="$state_dir/admin.kubeconfig" \
-    --manage-all-nodes=false --manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake \
-    --cidr=10.244.0.0/16 --node-ip=10.96.0.10 --node-lease-duration-seconds=40 \
-    -c "$programs_dir/kwok/files/node-initialize.yaml" \
-    -c "$programs_dir/kwok/files/node-heartbeat-with-lease.yaml" \
-    -c "$programs_dir/kwok/files/pod-ready.yaml" -c "$programs_dir/kwok/files/pod-delete.yaml" \
-    -c "$stack_files_dir/stages/pod-outcome.yaml"
 # KUBECONFIG would win over --kubeConfig: the operator gets only its own credentials.
 start_component mpi-operator env -u KUBECONFIG "$programs_dir/operator/bin/mpi-operator" \
     --kubeConfig="$state_dir/operator.kubeconfig" --lock-namespace=mpi-operator -alsologtostderr
+
+wait "$node_apply" || { say "the kwok node could not be registered (node-apply.log)" >&2; exit 1; }
 
 touch "$state_dir/started"
 say "control plane started"

@@ -53,6 +53,14 @@ import_images() {
 import_images > "$log_dir/image-import.log" 2>&1 &
 image_import_pid=$!
 
+# etcd needs no certificate (plain HTTP on loopback): it starts while the PKI is made.
+start_component etcd "$programs_dir/etcd/bin/etcd" --name=pytest-stacks \
+    --data-dir="$state_dir/etcd" \
+    --listen-client-urls=http://127.0.0.1:2379 --advertise-client-urls=http://127.0.0.1:2379 \
+    --listen-peer-urls=http://127.0.0.1:2380 --initial-advertise-peer-urls=http://127.0.0.1:2380 \
+    --initial-cluster=pytest-stacks=http://127.0.0.1:2380 --initial-cluster-state=new \
+    --listen-metrics-urls=http://127.0.0.1:2381 --log-level=warn
+
 # --- PKI, kubeconfigs --------------------------------------------------------------------------
 make_control_plane_pki "$node_ip"
 sign_certificate kubelet "/CN=system:node:$node_name/O=system:nodes" clientAuth
@@ -71,12 +79,6 @@ export KUBECONFIG=$state_dir/admin.kubeconfig
 say "pki done"
 
 # --- control plane (flags as in stacks/k8s-controlplane, plus what reaches the kubelet) ------
-start_component etcd "$programs_dir/etcd/bin/etcd" --name=pytest-stacks \
-    --data-dir="$state_dir/etcd" \
-    --listen-client-urls=http://127.0.0.1:2379 --advertise-client-urls=http://127.0.0.1:2379 \
-    --listen-peer-urls=http://127.0.0.1:2380 --initial-advertise-peer-urls=http://127.0.0.1:2380 \
-    --initial-cluster=pytest-stacks=http://127.0.0.1:2380 --initial-cluster-state=new \
-    --listen-metrics-urls=http://127.0.0.1:2381 --log-level=warn
 wait_until_ok etcd 60 curl -sf http://127.0.0.1:2381/health
 
 start_component kube-apiserver "$programs_dir/kubernetes/bin/kube-apiserver" \
