@@ -32,7 +32,7 @@ LEASE_NAME = "mpi-operator"
 
 class FakeCluster:
     def __init__(self, kubernetes_version: str = "1.36.3", operator_version: str = "0.8.2", *,
-                 tick: float = 0.02, start_after: float = 0.05, finish_after: float = 0.1,
+                 tick: float = 0.01, start_after: float = 0.02, finish_after: float = 0.05,
                  autostart: bool = True) -> None:
         self.kubernetes_version = kubernetes_version
         self.operator_version = operator_version
