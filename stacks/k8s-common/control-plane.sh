@@ -116,6 +116,17 @@ start_component() { # name command...: runs it in the background, its output in 
     say "started $name"
 }
 
+# etcd for the control plane: plain HTTP on loopback, so it needs no certificate and can start
+# while the PKI is made.
+start_etcd() {
+    start_component etcd "$programs_dir/etcd/bin/etcd" --name=pytest-stacks \
+        --data-dir="$state_dir/etcd" \
+        --listen-client-urls=http://127.0.0.1:2379 --advertise-client-urls=http://127.0.0.1:2379 \
+        --listen-peer-urls=http://127.0.0.1:2380 --initial-advertise-peer-urls=http://127.0.0.1:2380 \
+        --initial-cluster=pytest-stacks=http://127.0.0.1:2380 --initial-cluster-state=new \
+        --listen-metrics-urls=http://127.0.0.1:2381 --log-level=warn
+}
+
 wait_until_ok() { # what seconds command...: exits the entrypoint if the command never succeeds
     local what=$1 seconds=$2
     shift 2

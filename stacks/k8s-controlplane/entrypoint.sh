@@ -12,13 +12,7 @@ common=/opt/pytest-stacks/common/control-plane.sh
 source "$common"
 mkdir -p "$pki_dir" "$log_dir"
 
-# etcd needs no certificate (plain HTTP on loopback): it starts while the PKI is made.
-start_component etcd "$programs_dir/etcd/bin/etcd" --name=pytest-stacks \
-    --data-dir="$state_dir/etcd" \
-    --listen-client-urls=http://127.0.0.1:2379 --advertise-client-urls=http://127.0.0.1:2379 \
-    --listen-peer-urls=http://127.0.0.1:2380 --initial-advertise-peer-urls=http://127.0.0.1:2380 \
-    --initial-cluster=pytest-stacks=http://127.0.0.1:2380 --initial-cluster-state=new \
-    --listen-metrics-urls=http://127.0.0.1:2381 --log-level=warn
+start_etcd # (while the PKI is made)
 make_control_plane_pki 127.0.0.1
 finish_pki
 write_kubeconfig "$state_dir/admin.kubeconfig" admin admin
