@@ -284,6 +284,51 @@ def test_a_failing_tool_is_a_schedd_error() -> None:
         RemoteCliSchedd(transport).query("true")
 
 
+class FlakySchedd(RecordingTransport):
+    """A schedd that does not answer the first ``misses`` times it is asked."""
+
+    def __init__(self, misses: int, stderr: str) -> None:
+        super().__init__()
+        self.misses, self.stderr = misses, stderr
+
+    def run(self, argv: Sequence[str], *, user: str | None = None,
+            timeout: float = 60.0) -> CommandResult:
+        if argv[0] in ("condor_q", "condor_transfer_data") and self.misses > 0:
+            self.misses -= 1
+            self.calls.append((tuple(argv), user))
+            return CommandResult(tuple(argv), 1, "", self.stderr)
+        return super().run(argv, user=user, timeout=timeout)
+
+
+NO_ANSWER = "-- Failed to fetch ads from: <172.18.0.3:9618> : schedd\nCEDAR:6001:Failed to connect"
+
+
+def test_a_read_the_schedd_did_not_answer_is_asked_again(monkeypatch: pytest.MonkeyPatch,
+                                                         tmp_path: Path) -> None:
+    pauses: list[float] = []
+    monkeypatch.setattr("pytest_stacks.backends.htcondor.remote_cli.time.sleep", pauses.append)
+    transport = FlakySchedd(2, NO_ANSWER)
+    assert RemoteCliSchedd(transport).query("true") == []
+    assert [c[0][0] for c in transport.calls] == ["condor_q"] * 3 and pauses == [1.0, 2.0]
+    # ... and gives up after three more tries, saying how often it asked.
+    transport = FlakySchedd(9, "Can't receive JobAdsArrayLen from the schedd")
+    with pytest.raises(ScheddError, match=r"condor_q exited 1 \(asked 4 times\): Can't"):
+        RemoteCliSchedd(transport).query("true")
+
+
+def test_only_reads_are_asked_again_and_only_when_unanswered(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("pytest_stacks.backends.htcondor.remote_cli.time.sleep",
+                        lambda _: pytest.fail("slept"))
+    refused = FlakySchedd(1, "AUTHENTICATE:1003:Failed to authenticate")
+    with pytest.raises(ScheddError, match="Failed to authenticate"):
+        RemoteCliSchedd(refused).query("true")
+    unanswered = RecordingTransport({"condor_rm": CommandResult((), 1, "", NO_ANSWER)})
+    with pytest.raises(ScheddError, match="condor_rm exited 1: -- Failed to fetch"):
+        RemoteCliSchedd(unanswered).act("remove", ["1.0"])
+    assert [c[0][0] for c in unanswered.calls] == ["condor_rm"]
+
+
 def test_quoting_survives_the_ssh_command_line() -> None:
     """What the login shell runs: every word one argument, constraints and reasons intact."""
     ssh = SshTransport([Hop("127.0.0.1", 2222, "submitter")], Path("/k"), Path("/kh"))

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -51,6 +52,12 @@ _RM_CLUSTER = re.compile(r"^All jobs in cluster (\d+) have been marked for remov
                          re.MULTILINE)
 _RM_NOT_FOUND = re.compile(r"^(?:Job|Cluster) (\d+(?:\.\d+)?) not found", re.MULTILINE)
 _QEDIT = re.compile(r"^Set attribute \"[^\"]+\" for (\d+) matching jobs?\.", re.MULTILINE)
+#: What a read-only tool prints when the schedd did not answer it at all (seen on the split
+#: pool under a loaded window, from condor_q and condor_transfer_data): asking again is safe,
+#: nothing was read or changed.
+_NO_ANSWER = ("Failed to fetch ads", "Can't receive JobAdsArrayLen",
+              "Failed to connect to schedd")
+_RETRY_PAUSES = (1.0, 2.0, 4.0)
 
 
 # ====================================================================== pure parts
@@ -202,14 +209,26 @@ class RemoteCliSchedd:
 
     # -------------------------------------------------------------- helpers
 
-    def _run(self, what: str, argv: Sequence[str], *, check: bool = True) -> CommandResult:
-        try:
-            result = self._transport.run(list(argv), user=self._user, timeout=self._timeout)
-        except BackendCallError as exc:
-            raise ScheddError(f"{what}: {exc}") from exc
+    def _run(self, what: str, argv: Sequence[str], *, check: bool = True,
+             idempotent: bool = False) -> CommandResult:
+        """``idempotent``: a tool that only reads from the schedd is asked again (three times,
+        7 s in all) when the schedd did not answer it, as a site's own scripts would."""
+        pauses = list(_RETRY_PAUSES) if idempotent else []
+        while True:
+            try:
+                result = self._transport.run(list(argv), user=self._user,
+                                             timeout=self._timeout)
+            except BackendCallError as exc:
+                raise ScheddError(f"{what}: {exc}") from exc
+            output = result.stderr + result.stdout
+            if result.ok or not pauses or not any(m in output for m in _NO_ANSWER):
+                break
+            time.sleep(pauses.pop(0))
         if check and not result.ok:
             detail = (result.stderr.strip() or result.stdout.strip())[-500:]
-            raise ScheddError(f"{what}: {argv[0]} exited {result.returncode}: {detail}")
+            asked = len(_RETRY_PAUSES) + 1 - len(pauses) if idempotent else 1
+            tries = f" (asked {asked} times)" if asked > 1 else ""
+            raise ScheddError(f"{what}: {argv[0]} exited {result.returncode}{tries}: {detail}")
         return result
 
     def _job_root(self) -> str:
@@ -283,7 +302,7 @@ class RemoteCliSchedd:
         iwd = staged.remote_iwd
         # What an earlier retrieval left must not pass for what this one brought.
         self._run("retrieve", ["find", iwd, "-maxdepth", "1", "-type", "f", "-delete"])
-        self._run("retrieve", ["condor_transfer_data", job_id])
+        self._run("retrieve", ["condor_transfer_data", job_id], idempotent=True)
         listing = self._run("retrieve", ["find", iwd, "-maxdepth", "1", "-type", "f",
                                          "-printf", "%f\\0"])
         names = [n for n in listing.stdout.split("\0") if n]
@@ -336,7 +355,7 @@ class RemoteCliSchedd:
         argv = ["condor_q", "-allusers", "-json", "-constraint", constraint]
         if projection:
             argv += ["-attributes", ",".join(projection)]
-        return parse_json_ads(self._run("query", argv).stdout)
+        return parse_json_ads(self._run("query", argv, idempotent=True).stdout)
 
     def history(self, constraint: str = "true", projection: Sequence[str] = (),
                 match: int = -1) -> list[dict[str, Any]]:
@@ -347,7 +366,7 @@ class RemoteCliSchedd:
             argv += ["-attributes", ",".join(projection)]
         if match > 0:
             argv += ["-match", str(match)]
-        return parse_json_ads(self._run("history", argv).stdout)
+        return parse_json_ads(self._run("history", argv, idempotent=True).stdout)
 
     def daemon_version(self) -> str:
         """The schedd's ``CondorVersion`` as the collector has it (one schedd in the pool),
