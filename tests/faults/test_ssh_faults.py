@@ -133,6 +133,10 @@ def test_a_slurmd_that_dies_mid_job_gives_slurms_verdict_without_a_hang(tmp_path
     out = result.stdout
     assert "FINAL:" in out, out[-4000:]
     final = out.split("FINAL:", 1)[1].split()[:2]
-    # Slurm's own answer for a job whose node died: NODE_FAIL (a failure), read back as such.
-    assert final == ["failed", "NODE_FAIL"], out[-4000:]
+    # Slurm's own answer for a job whose node died, read back as a failure. Which one depends
+    # on who notices first: slurmctld, whose pings of node2 go unanswered (NODE_FAIL, every
+    # quiet run), or the batch script, which ended in error before the node was declared down
+    # (FAILED, once in a loaded warm run; its srun presumably lost the step on node2). Never a
+    # hang, never a success.
+    assert final[0] == "failed" and final[1] in ("NODE_FAIL", "FAILED"), out[-4000:]
     assert not _left("pst-slurm-26_05-cluster-ssh"), "every container must be torn down"
