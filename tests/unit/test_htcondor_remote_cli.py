@@ -303,8 +303,8 @@ class FlakySchedd(RecordingTransport):
 NO_ANSWER = "-- Failed to fetch ads from: <172.18.0.3:9618> : schedd\nCEDAR:6001:Failed to connect"
 
 
-def test_a_read_the_schedd_did_not_answer_is_asked_again(monkeypatch: pytest.MonkeyPatch,
-                                                         tmp_path: Path) -> None:
+def test_a_read_the_schedd_did_not_answer_is_asked_again(
+        monkeypatch: pytest.MonkeyPatch) -> None:
     pauses: list[float] = []
     monkeypatch.setattr("pytest_stacks.backends.htcondor.remote_cli.time.sleep", pauses.append)
     transport = FlakySchedd(2, NO_ANSWER)
