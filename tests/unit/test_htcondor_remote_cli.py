@@ -306,7 +306,7 @@ NO_ANSWER = "-- Failed to fetch ads from: <172.18.0.3:9618> : schedd\nCEDAR:6001
 def test_a_read_the_schedd_did_not_answer_is_asked_again(
         monkeypatch: pytest.MonkeyPatch) -> None:
     pauses: list[float] = []
-    monkeypatch.setattr("pytest_stacks.backends.htcondor.remote_cli.time.sleep", pauses.append)
+    monkeypatch.setattr("pytest_stacks.cancellation.sleep", pauses.append)
     transport = FlakySchedd(2, NO_ANSWER)
     assert RemoteCliSchedd(transport).query("true") == []
     assert [c[0][0] for c in transport.calls] == ["condor_q"] * 3 and pauses == [1.0, 2.0]
@@ -318,7 +318,7 @@ def test_a_read_the_schedd_did_not_answer_is_asked_again(
 
 def test_only_reads_are_asked_again_and_only_when_unanswered(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("pytest_stacks.backends.htcondor.remote_cli.time.sleep",
+    monkeypatch.setattr("pytest_stacks.cancellation.sleep",
                         lambda _: pytest.fail("slept"))
     refused = FlakySchedd(1, "AUTHENTICATE:1003:Failed to authenticate")
     with pytest.raises(ScheddError, match="Failed to authenticate"):

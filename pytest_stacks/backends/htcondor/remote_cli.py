@@ -28,13 +28,13 @@ from __future__ import annotations
 
 import json
 import re
-import time
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pytest_stacks import cancellation
 from pytest_stacks.backends.htcondor.api import ScheddError, Submitted
 from pytest_stacks.backends.htcondor.translate import job_constraint, job_ids_of
 from pytest_stacks.errors import BackendCallError
@@ -223,7 +223,7 @@ class RemoteCliSchedd:
             output = result.stderr + result.stdout
             if result.ok or not pauses or not any(m in output for m in _NO_ANSWER):
                 break
-            time.sleep(pauses.pop(0))
+            cancellation.sleep(pauses.pop(0))  # an interrupted run stops here
         if check and not result.ok:
             detail = (result.stderr.strip() or result.stdout.strip())[-500:]
             asked = len(_RETRY_PAUSES) + 1 - len(pauses) if idempotent else 1
