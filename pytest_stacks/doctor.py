@@ -12,11 +12,13 @@ import os
 import re
 import shutil
 import subprocess
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from importlib.util import find_spec
 from pathlib import Path
 
+from pytest_stacks.errors import StacksError
 from pytest_stacks.manifest import BaseImage, Manifest, Stack
 from pytest_stacks.polling import poll_until
 
@@ -137,8 +139,26 @@ def _base_image_checks(needs_seed: Sequence[Stack]) -> list[Check]:
     return out
 
 
+def site_check(stack: Stack) -> Check:
+    """An existing deployment's preflight alone (``pytest-stacks doctor NAME``): reachable,
+    authenticated, versions in range, prerequisites present; it creates nothing."""
+    from pytest_stacks.providers.existing import Site
+
+    started = time.monotonic()
+    try:
+        facts = Site.of(stack).check()
+    except StacksError as exc:
+        return Check(f"site {stack.name}", False, str(exc).removeprefix(f"{stack.name}: "))
+    observed = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in sorted(facts.items()))
+    return Check(f"site {stack.name}", True, f"reachable, authenticated, {observed}; every "
+                 f"prerequisite present ({time.monotonic() - started:.1f}s)")
+
+
 def checks(manifest: Manifest | None, stacks: Sequence[Stack] = ()) -> list[Check]:
-    out: list[Check] = []
+    sites = [site_check(s) for s in stacks if s.provider == "existing"]
+    if stacks and len(sites) == len(stacks):
+        return sites  # a site needs nothing of this machine but its route
+    out: list[Check] = sites
     debian_root = _is_debian_root()
     docker_cli = shutil.which("docker")
     out.append(Check("docker CLI", docker_cli is not None, docker_cli or "not installed",

@@ -18,7 +18,9 @@ class BackendSpec:
     """One backend: what its driver speaks and where its pieces live.
 
     ``stack_adapter`` is the backend's half of a container stack (readiness, per-run set-up,
-    the client, daemon logs); ``fake`` builds the in-process double wired to the same driver.
+    the client, daemon logs); ``site_adapter`` its half of a deployment that already exists
+    (preflight, the run's own place and client, runs found and removed); ``fake`` builds the
+    in-process double wired to the same driver.
     None means the manifest format knows the backend but this release cannot run it that way.
     ``image_tag_variable``: the compose variable its stacks' compose files tag their image
     with (``image: pytest-stacks/slurm:${SLURM_IMAGE_TAG:?}``); a test keeps every
@@ -30,6 +32,7 @@ class BackendSpec:
     stack_adapter: str | None = None
     fake: str | None = None
     image_tag_variable: str = ""
+    site_adapter: str | None = None
 
     @property
     def implemented(self) -> bool:
@@ -48,14 +51,17 @@ BACKENDS: dict[str, BackendSpec] = {
     spec.name: spec for spec in (
         BackendSpec("slurm", ("local", "ssh"),
                     "pytest_stacks.backends.slurm.adapter:SlurmComposeAdapter",
-                    "pytest_stacks.backends.slurm.adapter:fake_client", "SLURM_IMAGE_TAG"),
+                    "pytest_stacks.backends.slurm.adapter:fake_client", "SLURM_IMAGE_TAG",
+                    "pytest_stacks.backends.slurm.site:SlurmSite"),
         BackendSpec("htcondor", ("bindings", "ssh"),
                     "pytest_stacks.backends.htcondor.adapter:HTCondorComposeAdapter",
-                    "pytest_stacks.backends.htcondor.adapter:fake_client", "HTCONDOR_IMAGE_TAG"),
+                    "pytest_stacks.backends.htcondor.adapter:fake_client", "HTCONDOR_IMAGE_TAG",
+                    "pytest_stacks.backends.htcondor.site:HTCondorSite"),
         BackendSpec("mpi-operator", ("kubernetes",),
                     "pytest_stacks.backends.kubernetes.adapter:ControlPlaneAdapter",
                     "pytest_stacks.backends.kubernetes.adapter:fake_client",
-                    "MPI_OPERATOR_IMAGE_TAG"),
+                    "MPI_OPERATOR_IMAGE_TAG",
+                    "pytest_stacks.backends.kubernetes.site:KubernetesSite"),
     )
 }
 
@@ -64,6 +70,7 @@ PROVIDERS: dict[str, ProviderSpec] = {
         ProviderSpec("compose", "pytest_stacks.providers.compose:ComposeProvider"),
         ProviderSpec("fake", "pytest_stacks.providers.fake:FakeProvider"),
         ProviderSpec("kind", "pytest_stacks.providers.kind:KindProvider"),
+        ProviderSpec("existing", "pytest_stacks.providers.existing:ExistingProvider"),
     )
 }
 

@@ -64,3 +64,16 @@ def parse_specifier(specifier: str) -> SpecifierSet:
     except InvalidSpecifier as exc:
         raise ValueError(f"{specifier!r} is not a PEP 440 version specifier "
                          f"(e.g. '>=24.11', '<23.11,>=22.05'): {exc}") from None
+
+
+def in_range(version: str, specifier: str) -> bool:
+    """True when ``version`` satisfies the PEP 440 ``specifier`` (an unparsable version or
+    range: False; the manifest check refuses an unparsable range before this is asked).
+
+    Slurm's "24.11.5" and HTCondor's "23.9.6" are valid PEP 440 versions, so '>=24.11,<27'
+    reads as a site's admin means it; pre-releases count as in range.
+    """
+    try:
+        return Version(version) in SpecifierSet(specifier, prereleases=True)
+    except (InvalidVersion, InvalidSpecifier):
+        return False

@@ -31,7 +31,8 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     from pytest_stacks import doctor
 
     loaded = manifest(args)
-    stacks = select(loaded, args.stack) if args.stack else [
+    wanted = [*args.names, *args.stack]
+    stacks = select(loaded, wanted) if wanted else [
         s for s in loaded.stacks if s.provider == "compose"]
     return doctor.run(loaded, stacks, fix=args.fix)
 
@@ -51,6 +52,8 @@ def cmd_reap(args: argparse.Namespace) -> int:
     from pytest_stacks.lifecycle import reap_dead_run_dirs, runs_root
     from pytest_stacks.providers import kind, kind_owners, reaper
 
+    if args.names:
+        return _reap_sites(args)
     reaped, problems = reaper.reap_dead(dry_run=args.dry_run)
     verb = "would remove" if args.dry_run else "removed"
     # kind clusters carry no labels of ours: their owner records say which runs are dead.
@@ -71,6 +74,30 @@ def cmd_reap(args: argparse.Namespace) -> int:
     for run_id, counts in reaper.summary(reaped).items():
         if run_id not in failed:
             print(f"{verb} run {run_id}: " + ", ".join(f"{n} {k}" for k, n in counts.items()))
+    for problem in problems:
+        print(f"could not remove: {problem}", file=sys.stderr)
+    return 1 if problems else 0
+
+
+def _reap_sites(args: argparse.Namespace) -> int:
+    """The dead runs of this host on existing deployments: their jobs ended, their working
+    folders or namespaces removed, each proven gone. Live runs, other hosts' runs and records
+    that cannot be read are left alone (and the last are named)."""
+    from pytest_stacks.providers.existing import Site, reap
+
+    loaded = manifest(args)
+    problems: list[str] = []
+    total = 0
+    for stack in select(loaded, args.names):
+        if stack.provider != "existing":
+            raise StacksError(f"{stack.name} is not an existing deployment (provider "
+                              f"{stack.provider}); `pytest-stacks reap` without a name cleans "
+                              f"this machine's stacks")
+        removed, left = reap(Site.of(stack), current_run="", echo=print, dry_run=args.dry_run)
+        total += len(removed)
+        problems += [f"{stack.name}: {line}" for line in left]
+    if not total and not problems:
+        print("nothing to reap: no dead runs of this host on " + ", ".join(args.names))
     for problem in problems:
         print(f"could not remove: {problem}", file=sys.stderr)
     return 1 if problems else 0
@@ -222,6 +249,9 @@ def register(sub: Any) -> None:
     show.add_argument("name")
     show.set_defaults(func=cmd_show)
     doctor = sub.add_parser("doctor", help="check what the stacks need; --fix repairs it")
+    doctor.add_argument("names", nargs="*", metavar="NAME",
+                        help="only these stacks (globs allowed); for an existing deployment, "
+                             "its preflight alone")
     doctor.add_argument("--fix", action="store_true")
     doctor.add_argument("--stack", action="append", default=[],
                         help="only what these stacks need (globs allowed)")
@@ -230,6 +260,9 @@ def register(sub: Any) -> None:
     seed.add_argument("suite", nargs="+", choices=["bullseye", "bookworm", "trixie"])
     seed.set_defaults(func=cmd_seed)
     reap = sub.add_parser("reap", help="remove what dead runs left behind")
+    reap.add_argument("names", nargs="*", metavar="NAME",
+                      help="existing deployments to clean of this host's dead runs (instead "
+                           "of this machine's engine)")
     reap.add_argument("--dry-run", action="store_true")
     reap.set_defaults(func=cmd_reap)
     up = sub.add_parser("up", help="bring a stack up and keep it for a development loop")

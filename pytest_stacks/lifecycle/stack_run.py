@@ -104,10 +104,12 @@ class StackRun:
         probe job has run to completion."""
         versions = attached.client.versions()
         observed = versions.get("daemon", "")
-        if self.ctx.lane != "canary" and observed != self.stack.version:
+        if self.ctx.lane != "canary" and not self.stack.accepts_version(observed):
+            fix = ("Point the stack at a deployment in that range, or widen existing.versions."
+                   if self.stack.existing else "Rebuild the stack's image, or fix the pin.")
             raise InfrastructureError(
                 self.stack.name, f"the daemon reports version {observed!r} but the manifest "
-                f"pins {self.stack.version!r}. Rebuild the stack's image, or fix the pin.")
+                f"allows {self.stack.allowed_versions}. {fix}")
         with progress.step("functional probe"):
             functional_probe(self.stack, attached)
         return observed, versions.get("client", "")

@@ -23,6 +23,7 @@ from pytest_stacks.manifest.model import (
     BaseImage,
     CanarySpec,
     ComposeSpec,
+    ExistingSpec,
     ImageRef,
     KindSpec,
     Lane,
@@ -45,8 +46,8 @@ from pytest_stacks.manifest.schema_check import (
 )
 
 __all__ = ["LANES", "PROVIDERS", "Backend", "BaseImage", "CanarySpec", "ComposeSpec",
-           "ImageRef", "KindSpec", "Lane", "Manifest", "NodeBuild", "Provider", "Role", "Stack",
-           "Timeouts", "Window", "load", "loads", "schema"]
+           "ExistingSpec", "ImageRef", "KindSpec", "Lane", "Manifest", "NodeBuild", "Provider",
+           "Role", "Stack", "Timeouts", "Window", "load", "loads", "schema"]
 
 
 def load(path: str | Path) -> Manifest:

@@ -10,6 +10,7 @@ from pytest_stacks.manifest.model import (
     BaseImage,
     CanarySpec,
     ComposeSpec,
+    ExistingSpec,
     ImageRef,
     KindSpec,
     Manifest,
@@ -46,7 +47,7 @@ def build(data: dict[str, Any], path: Path) -> Manifest:
             lanes=tuple(raw["lanes"]),
             role=role(raw["version"], window.anchor, window.leading_edge),
             description=raw.get("description", ""),
-            requires=tuple(raw.get("requires", ["docker"] if raw["provider"] != "fake" else [])),
+            requires=tuple(raw.get("requires", _default_requires(raw["provider"]))),
             base_image=BaseImage(**base) if base else None,
             image=ImageRef(**image) if image else None,
             compose=ComposeSpec(
@@ -73,8 +74,23 @@ def build(data: dict[str, Any], path: Path) -> Manifest:
                 build_args=dict(canary.get("build_args", {})),
                 image_tag=canary.get("image", {}).get("tag"),
             ) if canary else None,
+            existing=_existing(raw.get("existing")),
             options=dict(raw.get("options", {})),
             timeouts=Timeouts(**raw.get("timeouts", {})),
         ))
     return Manifest(path=path.resolve(), capabilities=dict(data["capabilities"]),
                     backends=backends, stacks=tuple(stacks))
+
+
+def _default_requires(provider: str) -> list[str]:
+    """In-process doubles and deployments that already exist need no engine here."""
+    return [] if provider in ("fake", "existing") else ["docker"]
+
+
+def _existing(raw: dict[str, Any] | None) -> ExistingSpec | None:
+    if raw is None:
+        return None
+    return ExistingSpec(versions=raw.get("versions", ""),
+                        kubernetes_versions=raw.get("kubernetes_versions", ""),
+                        ssh=raw.get("ssh"), kubeconfig=raw.get("kubeconfig"),
+                        context=raw.get("context"), job_root=raw.get("job_root", ""))

@@ -9,12 +9,12 @@ from typing import Any, Literal
 
 from packaging.version import Version
 
-from pytest_stacks.versions import Role
+from pytest_stacks.versions import Role, in_range
 
-LANES = ("pr", "full", "canary")
-Lane = Literal["pr", "full", "canary"]
-Provider = Literal["compose", "kind", "fake"]
-PROVIDERS: tuple[Provider, ...] = ("compose", "kind", "fake")
+LANES = ("pr", "full", "canary", "site")
+Lane = Literal["pr", "full", "canary", "site"]
+Provider = Literal["compose", "kind", "fake", "existing"]
+PROVIDERS: tuple[Provider, ...] = ("compose", "kind", "fake", "existing")
 
 __all__ = [
     "LANES",
@@ -23,6 +23,7 @@ __all__ = [
     "BaseImage",
     "CanarySpec",
     "ComposeSpec",
+    "ExistingSpec",
     "ImageRef",
     "KindSpec",
     "Lane",
@@ -117,6 +118,26 @@ class KindSpec:
 
 
 @dataclass(frozen=True)
+class ExistingSpec:
+    """A deployment the run attaches to and never starts or stops (provider ``existing``).
+
+    Values that differ per site or per machine (hosts, ports, users, key and kubeconfig paths)
+    may be ``{env: NAME}``, read at bring-up; secrets themselves never appear here, only the
+    paths of files that hold them. ``versions``: a PEP 440 range the observed version must be
+    in (empty: exactly the stack's ``version``); ``kubernetes_versions`` likewise for the
+    cluster under an ``mpi-operator`` stack. ``job_root``: the folder on the site's shared
+    filesystem under which each run makes its own working folder.
+    """
+
+    versions: str = ""
+    kubernetes_versions: str = ""
+    ssh: Mapping[str, Any] | None = None
+    kubeconfig: Any = None
+    context: Any = None
+    job_root: str = ""
+
+
+@dataclass(frozen=True)
 class CanarySpec:
     build_args: Mapping[str, str] = field(default_factory=dict)
     image_tag: str | None = None
@@ -148,6 +169,7 @@ class Stack:
     compose: ComposeSpec | None = None
     kind: KindSpec | None = None
     canary: CanarySpec | None = None
+    existing: ExistingSpec | None = None
     options: Mapping[str, Any] = field(default_factory=dict)
     timeouts: Timeouts = field(default_factory=Timeouts)
 
@@ -159,6 +181,20 @@ class Stack:
     def is_fake(self) -> bool:
         """In-process: nothing outside the process to build, start or clean."""
         return self.provider == "fake"
+
+    def accepts_version(self, observed: str) -> bool:
+        """Whether the daemon's reported version is what this stack allows: the pin exactly,
+        or (an existing deployment with ``existing.versions``) any version in that range."""
+        if self.existing is not None and self.existing.versions:
+            return in_range(observed, self.existing.versions)
+        return observed == self.version
+
+    @property
+    def allowed_versions(self) -> str:
+        """What :meth:`accepts_version` accepts, as words for an error message."""
+        if self.existing is not None and self.existing.versions:
+            return f"the range {self.existing.versions!r}"
+        return f"the pin {self.version!r}"
 
     def in_lane(self, lane: str) -> bool:
         if lane == "canary":

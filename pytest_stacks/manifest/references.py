@@ -14,7 +14,10 @@ from typing import Any
 from pytest_stacks import registry
 from pytest_stacks.manifest.positions import Positions
 from pytest_stacks.suggest import did_you_mean
-from pytest_stacks.versions import release, series_after
+from pytest_stacks.versions import parse_specifier, release, series_after
+
+#: How an existing deployment is reached, by the stack's transport.
+SITE_ROUTES = {"ssh": ("ssh", "job_root"), "kubernetes": ("kubeconfig",)}
 
 
 class _Locator:
@@ -90,6 +93,7 @@ def _stack_problems(data: dict[str, Any], index: int, stack: dict[str, Any], at:
             yield (f"{at('stacks', index, 'kind', 'node_build', 'directory')}: "
                    f"{str(directory)!r} has no Dockerfile. Point 'directory' at the node "
                    f"image's folder under stacks/ (stacks/kind-node).")
+    yield from _existing_problems(index, stack, at)
     if stack["provider"] == "compose" and "docker" not in stack.get("requires", ["docker"]):
         yield (f"{at('stacks', index, 'requires')}: a compose stack requires 'docker'. "
                f"Add it to the list.")
@@ -110,3 +114,52 @@ def _driver_problems(index: int, stack: dict[str, Any], at: _Locator) -> Iterabl
         yield (f"{at('stacks', index, 'transport')}: the {backend} driver does not support "
                f"transport {transport!r}. Supported for {backend}: "
                f"{', '.join(spec.transports)}.")
+
+
+def _existing_problems(index: int, stack: dict[str, Any], at: _Locator) -> Iterable[str]:
+    """An existing deployment runs in the ``site`` lane only, is reached over SSH (Slurm,
+    HTCondor) or by kubeconfig (Kubernetes), and names files that hold secrets, never the
+    secrets themselves."""
+    existing = stack.get("existing")
+    lanes = stack.get("lanes", [])
+    if stack["provider"] != "existing":
+        if existing is not None:
+            yield (f"{at('stacks', index, 'existing')}: only a stack with provider 'existing' "
+                   f"takes an 'existing' block. Remove it, or set provider: existing.")
+        if "site" in lanes:
+            yield (f"{at('stacks', index, 'lanes')}: lane 'site' is for deployments that "
+                   f"already exist (provider: existing). Use 'pr' or 'full' here.")
+        return
+    existing = existing or {}
+    if list(lanes) != ["site"]:
+        yield (f"{at('stacks', index, 'lanes')}: an existing deployment runs in the 'site' "
+               f"lane only (its own CI lane, with the site's secrets), never in pr or full. "
+               f"Set lanes: [site].")
+    needed = SITE_ROUTES.get(stack["transport"])
+    if needed is None:
+        yield (f"{at('stacks', index, 'transport')}: an existing deployment is reached over "
+               f"'ssh' (Slurm, HTCondor) or by kubeconfig ('kubernetes'), not "
+               f"{stack['transport']!r}.")
+        return
+    for key in needed:
+        if key not in existing:
+            yield (f"{at('stacks', index, 'existing')}: transport {stack['transport']!r} "
+                   f"needs existing.{key}" + (" (an absolute folder on the site's shared "
+                   "filesystem for the runs' working folders)" if key == "job_root" else "")
+                   + ".")
+    for key in ("versions", "kubernetes_versions"):
+        if key in existing:
+            try:
+                parse_specifier(existing[key])
+            except ValueError as exc:
+                yield f"{at('stacks', index, 'existing', key)}: {exc}"
+    secrets = [("kubeconfig",), ("ssh", "key"), ("ssh", "known_hosts")]
+    for path in secrets:
+        value: Any = existing
+        for part in path:
+            value = value.get(part) if isinstance(value, dict) else None
+        if isinstance(value, str) and ("\n" in value or "-----BEGIN" in value
+                                       or "apiVersion:" in value):
+            yield (f"{at('stacks', index, 'existing', *path)}: this looks like the secret "
+                   f"itself. Secrets never go in the manifest: give the path of the file "
+                   f"that holds it, or {{env: NAME}} naming a variable that holds the path.")

@@ -187,6 +187,43 @@ class StackAdapter(Protocol):
         ...
 
 
+@runtime_checkable
+class SiteAdapter(Protocol):
+    """The backend's half of a deployment that already exists (provider ``existing``): it
+    checks the site, gives the run a place of its own and a client confined to it, and finds
+    and removes runs' places. ``transport`` is the SSH route to the login node (None where the
+    site is reached by kubeconfig, in ``endpoints``). Nothing here touches an object that no
+    run of ours made."""
+
+    def check(self, stack: Stack, transport: Transport | None,
+              endpoints: Mapping[str, str]) -> dict[str, str]:
+        """The preflight, creating nothing: reachable, authenticated, the observed versions
+        inside what the manifest allows, each capability's prerequisites present. Returns the
+        facts observed (versions). Raises InfrastructureError naming the check and the fix."""
+        ...
+
+    def open_run(self, stack: Stack, transport: Transport | None,
+                 endpoints: Mapping[str, str], run_id: str, owner_record: str) -> None:
+        """Make the run's own place (a working folder, a namespace) holding its owner record."""
+        ...
+
+    def client(self, stack: Stack, transport: Transport | None,
+               endpoints: Mapping[str, str], run_dir: Path) -> JobClient:
+        """A client whose every object is the run's (named, labelled, placed by its id)."""
+        ...
+
+    def runs(self, stack: Stack, transport: Transport | None,
+             endpoints: Mapping[str, str]) -> dict[str, str]:
+        """Every run's place on the site: run id -> its owner record as found ("" if none)."""
+        ...
+
+    def remove_run(self, stack: Stack, transport: Transport | None,
+                   endpoints: Mapping[str, str], run_id: str) -> list[str]:
+        """Remove one run's objects (its jobs ended, its place deleted) and look again;
+        returns what is left, one line each ([] = proven gone)."""
+        ...
+
+
 class FakeFactory(Protocol):
     """Builds a backend's in-process double wired to its real driver: (client, logs, close)."""
 

@@ -15,7 +15,8 @@ import pytest
 from pytest_stacks import registry
 from pytest_stacks.manifest import loads
 from pytest_stacks.providers import fake_factory, provider_for, stack_adapter
-from pytest_stacks.providers.base import Provider, StackAdapter
+from pytest_stacks.providers.base import Provider, SiteAdapter, StackAdapter
+from pytest_stacks.providers.existing import site_adapter
 
 REPO = Path(__file__).resolve().parents[2]
 PACKAGE = REPO / "pytest_stacks"
@@ -25,6 +26,8 @@ WHY_LONG = "Long because"  # a docstring that says why a function or module is l
 
 
 def _stack(backend: str, provider: str, transport: str) -> object:
+    if provider == "existing":
+        return _site(backend, "ssh")
     text = f"""
 version: 1
 capabilities: {{submit: s}}
@@ -34,6 +37,22 @@ stacks:
       transport: {transport}, capabilities: [submit], configuration: c, lanes: [pr],
       kind: {{kind_version: v0.31.0, node_image: {{name: n, tag: t}}, operator_version: "0.8.2"}},
       compose: {{directory: stacks/slurm, service: slurm}}}}
+"""
+    return loads(text, REPO / "manifest.yaml").stacks[0]
+
+
+def _site(backend: str, transport: str) -> object:
+    route = ("kubeconfig: {env: KUBECONFIG}" if transport == "kubernetes" else
+             "job_root: /srv/pst, ssh: {login: {host: h, user: u}, key: {env: K}, "
+             "known_hosts: {env: H}}")
+    text = f"""
+version: 1
+capabilities: {{submit: s}}
+backends: {{{backend}: {{window: {{anchor: "1.0", leading_edge: "9.0"}}}}}}
+stacks:
+  - {{name: x, backend: {backend}, version: "1.0", provider: existing,
+      transport: {transport}, capabilities: [submit], configuration: c, lanes: [site],
+      existing: {{{route}}}}}
 """
     return loads(text, REPO / "manifest.yaml").stacks[0]
 
@@ -51,6 +70,8 @@ def test_every_backend_entry_resolves(spec: registry.BackendSpec) -> None:
     stack = _stack(spec.name, "fake", spec.transports[0])
     assert isinstance(stack_adapter(stack), StackAdapter)  # type: ignore[arg-type]
     assert callable(fake_factory(stack))  # type: ignore[arg-type]
+    site = _site(spec.name, "kubernetes" if "kubernetes" in spec.transports else "ssh")
+    assert isinstance(site_adapter(site), SiteAdapter)  # type: ignore[arg-type]
 
 
 def _long_functions(path: Path) -> list[str]:

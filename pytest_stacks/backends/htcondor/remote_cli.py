@@ -42,6 +42,8 @@ from pytest_stacks.transports import CommandResult, Transport
 
 #: Where the login user's job folders live, under its home directory.
 REMOTE_ROOT = ".pytest-stacks/htcondor"
+#: The job attribute naming a tagged run (``MY.`` sets it in a submit file).
+RUN_ATTRIBUTE = "MY.PytestStacksRun"
 #: Description keys holding local paths that must be rewritten to the login node's.
 _PATH_KEYS = ("executable", "initialdir", "transfer_input_files")
 _TERSE = re.compile(r"^\s*(\d+)\.(\d+)\s*-\s*(\d+)\.(\d+)\s*$", re.MULTILINE)
@@ -199,8 +201,12 @@ class RemoteCliSchedd:
     operation runs as."""
 
     def __init__(self, transport: Transport, *, user: str = "submitter",
-                 timeout: float = 60.0) -> None:
+                 timeout: float = 60.0, job_root: str = "", run_tag: str = "") -> None:
+        """``job_root`` and ``run_tag`` (a site's shared pool): job folders under the run's
+        own folder, and every job carries ``PytestStacksRun`` so the run's end finds its own."""
         self._transport = transport
+        self._fixed_root = job_root
+        self._run_tag = run_tag
         self._user = user
         self._timeout = timeout
         self._session = uuid.uuid4().hex[:10]
@@ -234,11 +240,12 @@ class RemoteCliSchedd:
     def _job_root(self) -> str:
         """``~/.pytest-stacks/htcondor/<session>`` of the login user, made on first use."""
         if self._root is None:
-            home = self._run("locate the home directory", ["sh", "-c", "cd && pwd -P"])
-            path = home.stdout.strip()
+            path = self._fixed_root or self._run(
+                "locate the home directory", ["sh", "-c", "cd && pwd -P"]).stdout.strip() \
+                + f"/{REMOTE_ROOT}"
             if not path.startswith("/"):
                 raise ScheddError(f"the login user's home is not an absolute path: {path!r}")
-            root = f"{path}/{REMOTE_ROOT}/{self._session}"
+            root = f"{path}/{self._session}"
             self._run("make the job folder", ["mkdir", "-p", root])
             self._root = root
         return self._root
@@ -257,6 +264,8 @@ class RemoteCliSchedd:
             raise ScheddError("the remote CLI shares no file system with this machine: "
                               "only spooled submits (condor_submit -spool)")
         remote_dir = f"{self._job_root()}/{uuid.uuid4().hex[:12]}"
+        if self._run_tag:
+            description = {**description, RUN_ATTRIBUTE: f'"{self._run_tag}"'}
         try:
             staged = stage(description, remote_dir)
             text = submit_file(staged.description, count)

@@ -92,7 +92,7 @@ def make_client(stack: Stack, kubeconfig: Path, run_dir: Path,
     from pytest_stacks.backends.kubernetes.lightkube_api import LightkubeApi
 
     api = LightkubeApi.from_kubeconfig(kubeconfig)
-    return _client(stack, api, run_dir, operator_version)
+    return client_for(stack, api, run_dir, operator_version)
 
 
 def run_namespace(run_id: str) -> str:
@@ -113,7 +113,8 @@ def runtime_of(options: Mapping[str, object]) -> Runtime:
                    cpu_request=str(options.get("cpu_request", "")))
 
 
-def _client(stack: Stack, api: KubeApi, run_dir: Path, operator_version: str) -> KubernetesClient:
+def client_for(stack: Stack, api: KubeApi, run_dir: Path,
+               operator_version: str) -> KubernetesClient:
     options = stack.options
     return KubernetesClient(
         api, stack.name, namespace=run_namespace(run_dir.name), run_id=run_dir.name,
@@ -252,7 +253,7 @@ def fake_client(stack: Stack, run_dir: Path,
     cluster = FakeCluster(kubernetes_version=str(stack.options.get("kubernetes_version",
                                                                    "1.36.3")),
                           operator_version=stack.version)
-    client = _client(stack, cluster, run_dir, stack.version)
+    client = client_for(stack, cluster, run_dir, stack.version)
 
     def logs() -> str:
         return getattr(cluster, "daemon_log", lambda: "(the fake cluster keeps no logs)")()

@@ -68,6 +68,8 @@ RESOURCES: dict[str, Resource] = {
     "Job": Resource("batch", "v1", "jobs", True),
     "MPIJob": Resource("kubeflow.org", "v2beta1", "mpijobs", True),
     "Lease": Resource("coordination.k8s.io", "v1", "leases", True),
+    "CustomResourceDefinition": Resource("apiextensions.k8s.io", "v1",
+                                         "customresourcedefinitions", False),
 }
 
 # Kinds a run creates in its namespace, directly or through controllers: what cleanup lists.

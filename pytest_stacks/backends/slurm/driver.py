@@ -31,12 +31,22 @@ from pytest_stacks.versions import at_least
 
 SCRIPT_NAME = ".pytest-stacks-job.sh"
 JSON_SINCE = (21, 8)  # `squeue --json` (data_parser) first shipped in 21.08
+RUN_PREFIX = "pst-"
+
+
+def run_comment(run_tag: str) -> str:
+    """The comment every job of a tagged run carries (``squeue -o %k`` shows it)."""
+    return f"pytest-stacks-run={run_tag}"
 
 
 class SlurmClient:
     def __init__(self, transport: Transport, stack: str, *, user: str = "submitter",
-                 job_root: str = "/work/jobs", completion_user: str = "slurm") -> None:
+                 job_root: str = "/work/jobs", completion_user: str = "slurm",
+                 run_tag: str = "") -> None:
+        """``run_tag``: on a shared site, every job carries the run's id (its name's prefix
+        and its comment) so the run's jobs can be found, and only they, at its end."""
         self._transport = transport
+        self._run_tag = run_tag
         self._stack = stack
         self._user = user
         self._job_root = job_root.rstrip("/")
@@ -80,7 +90,8 @@ class SlurmClient:
                 files[SCRIPT_NAME] = _wrap_script(spec).encode()
                 self._transport.put_files(workdir, files, user=self._user)
                 argv = [
-                    "sbatch", "--parsable", f"--chdir={workdir}", f"--job-name={spec.name}",
+                    "sbatch", "--parsable", f"--chdir={workdir}",
+                    f"--job-name={self._job_name(spec)}", *self._tagged(),
                     f"--output={workdir}/slurm-%j.out", f"--error={workdir}/slurm-%j.err",
                     f"--cpus-per-task={spec.cpus}", f"--time={max(1, -(-spec.walltime_s // 60))}",
                     *_placement(spec), f"{workdir}/{SCRIPT_NAME}", *spec.args,
@@ -96,6 +107,12 @@ class SlurmClient:
             self._workdirs[job_id] = workdir
             results.append(SubmitResult(JobHandle(self._stack, job_id)))
         return results
+
+    def _job_name(self, spec: JobSpec) -> str:
+        return f"{RUN_PREFIX}{self._run_tag[-8:]}-{spec.name}" if self._run_tag else spec.name
+
+    def _tagged(self) -> list[str]:
+        return [f"--comment={run_comment(self._run_tag)}"] if self._run_tag else []
 
     # ------------------------------------------------------------ status
 
@@ -233,7 +250,8 @@ class SlurmClient:
     def tapped(self, tap: ChannelTap) -> SlurmClient:
         """The same client over ``tap(transport)`` (its jobs are its own: nothing is shared)."""
         return SlurmClient(tap(self._transport), self._stack, user=self._user,
-                           job_root=self._job_root, completion_user=self._completion_user)
+                           job_root=self._job_root, completion_user=self._completion_user,
+                           run_tag=self._run_tag)
 
 
 def _placement(spec: JobSpec) -> list[str]:

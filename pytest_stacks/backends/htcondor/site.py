@@ -1,0 +1,125 @@
+"""A site's own HTCondor pool, reached over SSH on a submit (login) node (provider
+``existing``), with HTCondor's command-line tools as the site's users run them.
+
+The preflight: ``condor_version`` in the manifest's range, the tools on the PATH, the schedd
+answering ``condor_q``, an unclaimed slot in the collector, a job root the login user can
+write. Each run's jobs carry ``PytestStacksRun`` (a job attribute) and live in the run's own
+folder, so its end removes exactly them: ``condor_rm`` by that constraint, then ``-forcex`` for
+what stays in the removed state.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from pathlib import Path
+
+from pytest_stacks.backends import site_folders
+from pytest_stacks.backends.htcondor.driver import HTCondorClient
+from pytest_stacks.backends.htcondor.remote_cli import RUN_ATTRIBUTE, RemoteCliSchedd
+from pytest_stacks.contract import JobClient
+from pytest_stacks.errors import BackendCallError, InfrastructureError
+from pytest_stacks.manifest import Stack
+from pytest_stacks.polling import poll_until
+from pytest_stacks.transports import Transport
+
+TOOLS = ("condor_submit", "condor_q", "condor_rm", "condor_history", "condor_transfer_data",
+         "condor_status", "condor_version")
+END_TIMEOUT = 60.0
+REMOVED = "3"
+
+
+def run_constraint(run_id: str) -> str:
+    return f'{RUN_ATTRIBUTE.removeprefix("MY.")} == "{run_id}"'
+
+
+class HTCondorSite:
+    def check(self, stack: Stack, transport: Transport | None,
+              endpoints: Mapping[str, str]) -> dict[str, str]:
+        channel = site_folders.need(transport, stack)
+        said = channel.run(["condor_version"], timeout=15)
+        found = re.search(r"\$CondorVersion:\s*(\d+\.\d+\.\d+)", said.stdout)
+        if not said.ok or not found:
+            raise InfrastructureError(stack.name, (
+                f"preflight 'version': condor_version failed on the login node (exit "
+                f"{said.returncode}): {(said.stderr or said.stdout).strip()[:300]}. Is "
+                f"HTCondor's client installed for the login user?"))
+        observed = found.group(1)
+        if not stack.accepts_version(observed):
+            raise InfrastructureError(stack.name, (
+                f"preflight 'version': the site runs HTCondor {observed}, outside "
+                f"{stack.allowed_versions}. Point the stack at a pool in range, or change "
+                f"existing.versions if the suite should cover {observed}."))
+        site_folders.check_tools(stack, channel, TOOLS, "HTCondor")
+        queue = channel.run(["condor_q", "-totals"], timeout=30)
+        if not queue.ok:
+            raise InfrastructureError(stack.name, (
+                f"preflight 'schedd': condor_q does not reach the schedd from the login node: "
+                f"{(queue.stderr or queue.stdout).strip()[:300]}"))
+        slots = channel.run(["condor_status", "-af", "State"], timeout=30)
+        if not slots.ok or "Unclaimed" not in slots.stdout.split():
+            shown = (" ".join(sorted(set(slots.stdout.split()))) or slots.stderr.strip()[:200]
+                     or "no slots at all")
+            raise InfrastructureError(stack.name, (
+                f"preflight 'free slots': the collector lists no unclaimed slot ({shown}). "
+                f"Run when the pool has room."))
+        site_folders.check_root(stack, channel, endpoints)
+        return {"htcondor_version": observed}
+
+    def open_run(self, stack: Stack, transport: Transport | None,
+                 endpoints: Mapping[str, str], run_id: str, owner_record: str) -> None:
+        site_folders.open_run(site_folders.need(transport, stack), endpoints, run_id,
+                              owner_record)
+
+    def client(self, stack: Stack, transport: Transport | None,
+               endpoints: Mapping[str, str], run_dir: Path) -> JobClient:
+        schedd = RemoteCliSchedd(site_folders.need(transport, stack),
+                                 user=endpoints[site_folders.LOGIN_USER],
+                                 job_root=site_folders.folder(endpoints, run_dir.name),
+                                 run_tag=run_dir.name)
+        return HTCondorClient(schedd, stack, run_dir)
+
+    def runs(self, stack: Stack, transport: Transport | None,
+             endpoints: Mapping[str, str]) -> dict[str, str]:
+        return site_folders.runs(site_folders.need(transport, stack), endpoints)
+
+    def remove_run(self, stack: Stack, transport: Transport | None,
+                   endpoints: Mapping[str, str], run_id: str) -> list[str]:
+        """The run's jobs removed from the queue (``condor_rm``, then ``-forcex`` for those
+        the schedd keeps in the removed state) and gone from ``condor_q``; then its folder."""
+        channel = site_folders.need(transport, stack)
+        constraint = run_constraint(run_id)
+        left = []
+        try:
+            if _run_jobs(channel, constraint):
+                channel.run(["condor_rm", "-constraint", constraint], timeout=30)
+
+                def gone() -> dict[str, str]:
+                    jobs = _run_jobs(channel, constraint)
+                    if REMOVED in jobs.values():
+                        channel.run(["condor_rm", "-forcex", "-constraint",
+                                     f"{constraint} && JobStatus == {REMOVED}"], timeout=30)
+                    return jobs
+
+                poll_until(gone, lambda jobs: not jobs, timeout=END_TIMEOUT, interval=1.0,
+                           first_interval=0.2)
+        except TimeoutError:
+            left.append(f"jobs {' '.join(_run_jobs(channel, constraint))} of run {run_id} are "
+                        f"still in condor_q {END_TIMEOUT:.0f}s after condor_rm")
+        except BackendCallError as exc:
+            left.append(f"the run's jobs could not be listed: {exc}")
+        return left + site_folders.remove(channel, endpoints, run_id)
+
+
+def _run_jobs(transport: Transport, constraint: str) -> dict[str, str]:
+    """The run's jobs in the queue: job id -> JobStatus."""
+    listed = transport.run(["condor_q", "-constraint", constraint, "-af", "ClusterId",
+                            "ProcId", "JobStatus"], timeout=30)
+    if not listed.ok:
+        raise BackendCallError(f"condor_q failed: {(listed.stderr or listed.stdout)[:300]}")
+    jobs = {}
+    for line in listed.stdout.splitlines():
+        parts = line.split()
+        if len(parts) == 3:
+            jobs[f"{parts[0]}.{parts[1]}"] = parts[2]
+    return jobs

@@ -1,0 +1,147 @@
+"""A site's own Kubernetes cluster with the MPI Operator installed, reached by a kubeconfig
+(provider ``existing``).
+
+The preflight: the API server answers ``/version`` (in ``existing.kubernetes_versions``), the
+credentials may list namespaces, the MPIJob CRD is Established, and an operator pod runs
+(its image's tag is the operator version, checked by the lifecycle against the manifest).
+Each run gets a namespace of its own, labelled with its id and annotated with its owner record;
+its end deletes that namespace and proves every object in it gone. A run never touches a
+namespace without our run label.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from pathlib import Path
+
+from pytest_stacks.backends.kubernetes import objects
+from pytest_stacks.backends.kubernetes.adapter import client_for, run_namespace
+from pytest_stacks.backends.kubernetes.api import LABEL_RUN, ApiError, KubeApi, Obj, meta
+from pytest_stacks.backends.kubernetes.cleanup import delete_namespace
+from pytest_stacks.contract import JobClient
+from pytest_stacks.errors import InfrastructureError
+from pytest_stacks.manifest import Stack
+from pytest_stacks.transports import Transport
+from pytest_stacks.versions import in_range
+
+CRD = "mpijobs.kubeflow.org"
+OPERATOR_IMAGE = "mpi-operator"
+ANNOTATION_OWNER = "pytest-stacks.io/owner"
+KUBECONFIG, CONTEXT = "kubeconfig", "context"
+END_TIMEOUT = 120.0
+
+
+def _api(endpoints: Mapping[str, str], timeout: float = 10.0) -> KubeApi:
+    from pytest_stacks.backends.kubernetes.lightkube_api import LightkubeApi
+
+    return LightkubeApi.from_kubeconfig(Path(endpoints[KUBECONFIG]), timeout,
+                                        context=endpoints.get(CONTEXT) or None)
+
+
+def _established(crd: Obj) -> bool:
+    return any(c.get("type") == "Established" and c.get("status") == "True"
+               for c in (crd.get("status") or {}).get("conditions") or [])
+
+
+def _ready(pod: Obj) -> bool:
+    return any(c.get("type") == "Ready" and c.get("status") == "True"
+               for c in (pod.get("status") or {}).get("conditions") or [])
+
+
+def operator_version(pods: list[Obj]) -> tuple[str, str]:
+    """(the version in a ready operator pod's image tag, what was seen): '' when none runs."""
+    seen = []
+    for pod in pods:
+        for container in (pod.get("spec") or {}).get("containers") or []:
+            image = str(container.get("image", ""))
+            if OPERATOR_IMAGE not in image.rsplit("/", 1)[-1]:
+                continue
+            where = f"{meta(pod).get('namespace')}/{meta(pod).get('name')} ({image})"
+            seen.append(where + ("" if _ready(pod) else " not ready"))
+            tag = image.split("@", 1)[0].rsplit(":", 1)
+            found = re.fullmatch(r"v?(\d+\.\d+\.\d+)", tag[1]) if len(tag) == 2 else None
+            if found and _ready(pod):
+                return found.group(1), where
+    return "", "; ".join(seen)
+
+
+class KubernetesSite:
+    def check(self, stack: Stack, transport: Transport | None,
+              endpoints: Mapping[str, str]) -> dict[str, str]:
+        api = _api(endpoints)
+        try:
+            return self._check(stack, api)
+        except ApiError as exc:
+            raise InfrastructureError(stack.name, (
+                f"preflight 'authenticated': the API server refused the kubeconfig's "
+                f"credentials ({exc}). Use credentials that may create namespaces and "
+                f"MPIJobs.")) from None
+        finally:
+            api.close()
+
+    def _check(self, stack: Stack, api: KubeApi) -> dict[str, str]:
+        kubernetes = str(api.version().get("gitVersion", "")).lstrip("v")
+        wanted = stack.existing.kubernetes_versions if stack.existing else ""
+        if wanted and not in_range(kubernetes, wanted):
+            raise InfrastructureError(stack.name, (
+                f"preflight 'version': the cluster runs Kubernetes {kubernetes}, outside "
+                f"existing.kubernetes_versions {wanted!r}. Point the stack at a cluster in "
+                f"range, or widen the range."))
+        api.list("Namespace")  # 401/403 here: the credentials are not good enough
+        crd = api.get("CustomResourceDefinition", None, CRD)
+        if crd is None or not _established(crd):
+            raise InfrastructureError(stack.name, (
+                f"preflight 'MPIJob CRD': {CRD} is " + ("missing" if crd is None else
+                                                       "not Established")
+                + " on the cluster. Install the MPI Operator (its CRD and deployment) first."))
+        version, seen = operator_version(api.list("Pod"))
+        if not version:
+            raise InfrastructureError(stack.name, (
+                f"preflight 'operator': no ready pod runs an {OPERATOR_IMAGE} image with a "
+                f"version tag ({seen or 'none found'}). Start the operator, or tag its image "
+                f"with its version."))
+        if not stack.accepts_version(version):
+            raise InfrastructureError(stack.name, (
+                f"preflight 'version': the cluster runs MPI Operator {version} ({seen}), "
+                f"outside {stack.allowed_versions}. Point the stack at a cluster in range, or "
+                f"change existing.versions."))
+        return {"kubernetes_version": kubernetes, "operator_version": version}
+
+    def open_run(self, stack: Stack, transport: Transport | None,
+                 endpoints: Mapping[str, str], run_id: str, owner_record: str) -> None:
+        namespace = objects.namespace(run_namespace(run_id), run_id)
+        namespace["metadata"]["annotations"] = {ANNOTATION_OWNER: owner_record}
+        api = _api(endpoints)
+        try:
+            api.create(namespace)
+        finally:
+            api.close()
+
+    def client(self, stack: Stack, transport: Transport | None,
+               endpoints: Mapping[str, str], run_dir: Path) -> JobClient:
+        return client_for(stack, _api(endpoints, 30.0), run_dir,
+                          endpoints.get("operator_version", ""))
+
+    def runs(self, stack: Stack, transport: Transport | None,
+             endpoints: Mapping[str, str]) -> dict[str, str]:
+        api = _api(endpoints)
+        try:
+            found = {}
+            for namespace in api.list("Namespace"):
+                m = meta(namespace)
+                run = (m.get("labels") or {}).get(LABEL_RUN)
+                if run and m.get("name") == run_namespace(run):
+                    found[run] = str((m.get("annotations") or {}).get(ANNOTATION_OWNER, ""))
+            return found
+        finally:
+            api.close()
+
+    def remove_run(self, stack: Stack, transport: Transport | None,
+                   endpoints: Mapping[str, str], run_id: str) -> list[str]:
+        api = _api(endpoints, 30.0)
+        try:
+            return delete_namespace(api, run_namespace(run_id), run_id, [],
+                                    timeout=END_TIMEOUT)
+        finally:
+            api.close()

@@ -1,0 +1,104 @@
+"""A site's own Slurm, reached over SSH on its login node (provider ``existing``).
+
+The preflight asks what the site's users would: ``sinfo -V`` (the version, in the manifest's
+range), the client tools on the PATH, a node that can take a job now, and a job root the login
+user can write. Each run works in ``<job_root>/pst-<run id>/`` and tags its jobs with its id
+(name prefix and ``--comment``), so its end finds exactly its own jobs (``squeue -o %k``) and
+cancels only those.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+from pytest_stacks.backends import site_folders
+from pytest_stacks.backends.slurm import parse
+from pytest_stacks.backends.slurm.driver import SlurmClient, run_comment
+from pytest_stacks.contract import JobClient
+from pytest_stacks.errors import BackendCallError, InfrastructureError
+from pytest_stacks.manifest import Stack
+from pytest_stacks.polling import poll_until
+from pytest_stacks.transports import Transport
+
+TOOLS = ("sbatch", "squeue", "scancel", "sinfo", "scontrol")
+FREE_STATES = frozenset({"idle", "mix"})
+END_TIMEOUT = 60.0
+
+
+class SlurmSite:
+    def check(self, stack: Stack, transport: Transport | None,
+              endpoints: Mapping[str, str]) -> dict[str, str]:
+        channel = site_folders.need(transport, stack)
+        said = channel.run(["sinfo", "-V"], timeout=15)
+        if not said.ok:
+            raise InfrastructureError(stack.name, (
+                f"preflight 'version': sinfo -V failed on the login node (exit "
+                f"{said.returncode}): {(said.stderr or said.stdout).strip()[:300]}. Is Slurm's "
+                f"client installed for the login user?"))
+        observed = parse.parse_version(said.stdout)
+        if not stack.accepts_version(observed):
+            raise InfrastructureError(stack.name, (
+                f"preflight 'version': the site runs Slurm {observed}, outside "
+                f"{stack.allowed_versions}. Point the stack at a deployment in range, or "
+                f"change existing.versions if the suite should cover {observed}."))
+        site_folders.check_tools(stack, channel, TOOLS, "Slurm")
+        nodes = channel.run(["sinfo", "-h", "-o", "%t %D"], timeout=15)
+        states = {line.split()[0].rstrip("*~#!%$@^-"): line.split()[1]
+                  for line in nodes.stdout.splitlines() if len(line.split()) == 2}
+        if not nodes.ok or not FREE_STATES & set(states):
+            shown = (", ".join(f"{n} {s}" for s, n in states.items()) or nodes.stderr.strip()
+                     or "sinfo said nothing")
+            raise InfrastructureError(stack.name, (
+                f"preflight 'free nodes': no partition has an idle or mixed node ({shown}). "
+                f"Run when the site has room, or point the stack at a partition that does."))
+        site_folders.check_root(stack, channel, endpoints)
+        return {"slurm_version": observed}
+
+    def open_run(self, stack: Stack, transport: Transport | None,
+                 endpoints: Mapping[str, str], run_id: str, owner_record: str) -> None:
+        site_folders.open_run(site_folders.need(transport, stack), endpoints, run_id,
+                              owner_record)
+
+    def client(self, stack: Stack, transport: Transport | None,
+               endpoints: Mapping[str, str], run_dir: Path) -> JobClient:
+        return SlurmClient(site_folders.need(transport, stack), stack.name,
+                           user=endpoints[site_folders.LOGIN_USER],
+                           job_root=site_folders.folder(endpoints, run_dir.name),
+                           completion_user=str(stack.options.get("completion_user", "slurm")),
+                           run_tag=run_dir.name)
+
+    def runs(self, stack: Stack, transport: Transport | None,
+             endpoints: Mapping[str, str]) -> dict[str, str]:
+        return site_folders.runs(site_folders.need(transport, stack), endpoints)
+
+    def remove_run(self, stack: Stack, transport: Transport | None,
+                   endpoints: Mapping[str, str], run_id: str) -> list[str]:
+        """The run's queued and running jobs cancelled and gone from ``squeue``, then its
+        folder removed; each looked for again."""
+        channel = site_folders.need(transport, stack)
+        user = endpoints[site_folders.LOGIN_USER]
+        left = []
+        try:
+            jobs = _run_jobs(channel, user, run_id)
+            if jobs:
+                channel.run(["scancel", *jobs], timeout=30)
+                poll_until(lambda: _run_jobs(channel, user, run_id), lambda found: not found,
+                           timeout=END_TIMEOUT, interval=0.5, first_interval=0.1)
+        except TimeoutError:
+            left.append(f"jobs {' '.join(_run_jobs(channel, user, run_id))} of run {run_id} "
+                        f"are still in squeue {END_TIMEOUT:.0f}s after scancel")
+        except BackendCallError as exc:
+            left.append(f"the run's jobs could not be listed: {exc}")
+        return left + site_folders.remove(channel, endpoints, run_id)
+
+
+def _run_jobs(transport: Transport, user: str, run_id: str) -> list[str]:
+    """The run's jobs still in the queue (pending, running, completing): by the comment every
+    job of the run carries, among the login user's own."""
+    listed = transport.run(["squeue", "-h", "-u", user, "-o", "%i|%k"], timeout=30)
+    if not listed.ok:
+        raise BackendCallError(f"squeue failed: {listed.stderr.strip()[:300]}")
+    marker = run_comment(run_id)
+    return [line.split("|", 1)[0] for line in listed.stdout.splitlines()
+            if line.partition("|")[2].strip() == marker]
