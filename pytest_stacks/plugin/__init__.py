@@ -43,6 +43,8 @@ MARKERS = (
     "skipped) on stacks of other backends.",
     "for_transport(*transports): the test is about these transports only (ssh, local, "
     "bindings, kubernetes); it is deselected (not skipped) on stacks reached another way.",
+    "for_provider(*providers): the test is about stacks this way brought up only (compose, "
+    "kind, fake, existing); it is deselected (not skipped) elsewhere.",
     "client_version(specifier): run only where the client's observed version (e.g. the "
     "HTCondor bindings) matches the PEP 440 specifier.",
 )

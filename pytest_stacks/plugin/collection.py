@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from pytest_stacks import registry
-from pytest_stacks.manifest import Manifest, Stack
+from pytest_stacks.manifest import PROVIDERS, Manifest, Stack
 from pytest_stacks.plugin.state import item_stack, state
 from pytest_stacks.selection import (
     missing_capabilities,
@@ -77,6 +77,11 @@ def _marker_problem(item: pytest.Function, manifest: Manifest) -> str | None:
         if unknown or not mark.args:
             return (f"@pytest.mark.for_transport names unknown transport(s) "
                     f"{unknown or '(none)'}; known: {', '.join(transports)}")
+    for mark in item.iter_markers("for_provider"):
+        unknown = [p for p in mark.args if p not in PROVIDERS]
+        if unknown or not mark.args:
+            return (f"@pytest.mark.for_provider names unknown provider(s) "
+                    f"{unknown or '(none)'}; known: {', '.join(PROVIDERS)}")
     for marker, example in (("client_version", ""), ("stack_version", ", e.g. "
                                                      "stack_version('>=24.11')")):
         for mark in item.iter_markers(marker):
@@ -90,11 +95,13 @@ def _marker_problem(item: pytest.Function, manifest: Manifest) -> str | None:
 
 
 def _about_another_stack(item: pytest.Item, stack: Stack | None) -> bool:
-    """A test about some backends or transports only (``for_backend``, ``for_transport``)
-    on a stack of another: not a skip (it proves nothing there, and says nothing missing)."""
+    """A test about some backends, transports or providers only (``for_backend``,
+    ``for_transport``, ``for_provider``) on a stack of another: not a skip (it proves nothing
+    there, and says nothing missing)."""
     if stack is None:
         return False
-    for marker, value in (("for_backend", stack.backend), ("for_transport", stack.transport)):
+    for marker, value in (("for_backend", stack.backend), ("for_transport", stack.transport),
+                          ("for_provider", stack.provider)):
         wanted = {str(a) for m in item.iter_markers(marker) for a in m.args}
         if wanted and value not in wanted:
             return True

@@ -33,7 +33,7 @@ def ssh(stack: Stack, stack_info: dict[str, Any]) -> SshTransport:
 def test_commands_run_as_the_non_root_login_user(ssh: SshTransport, stack: Stack) -> None:
     who = ssh.run(["id", "-un"])
     uid = ssh.run(["id", "-u"])
-    assert who.ok and who.stdout.strip() == stack.options["ssh"]["user"], who
+    assert who.ok and who.stdout.strip() == ssh.login_user, who
     assert uid.ok and uid.stdout.strip() != "0", "the login user must not be root"
 
 
@@ -45,6 +45,7 @@ def test_arguments_survive_the_remote_shell(ssh: SshTransport) -> None:
     assert not ssh.run(["test", "-e", "/tmp/pwned"]).ok, "an argument ran as a command"
 
 
+@pytest.mark.for_provider("compose")
 def test_the_route_is_the_declared_one(ssh: SshTransport, stack: Stack) -> None:
     via = stack.options["ssh"].get("via") or []
     assert len(ssh.hops) == len(via) + 1
@@ -55,6 +56,7 @@ def test_the_route_is_the_declared_one(ssh: SshTransport, stack: Stack) -> None:
     assert ssh.run(["hostname"]).stdout.strip() == "login"
 
 
+@pytest.mark.for_provider("compose")  # a site's key is the user's own, made once
 def test_credentials_are_per_run_and_private(ssh: SshTransport, stack_info: dict[str, Any]
                                              ) -> None:
     route = json.loads(stack_info["ssh"])

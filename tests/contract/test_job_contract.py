@@ -136,15 +136,16 @@ def _processes_with(token: str, stack: Stack, info: dict[str, Any]) -> list[str]
 def test_running_job_can_be_killed(backend: JobClient, stack: Stack,
                                    stack_info: dict[str, Any]) -> None:
     """Killed means the work stopped, as the backend sees it: the job reads as cancelled from
-    the scheduler (or the API server), and where scripts really run, the job's own process,
-    found on the nodes by a token in its command line, is there before the kill and gone
-    after it."""
+    the scheduler (or the API server), and where scripts really run on nodes we own, the job's
+    own process, found on the nodes by a token in its command line, is there before the kill
+    and gone after it. A site's nodes (provider ``existing``) are not ours to look into: there
+    the scheduler's own verdict is the proof."""
     token = f"heartbeat-{uuid.uuid4().hex[:12]}"
     spec = JobSpec(script=f"bash -c 'while :; do date +%s.%N > beat; sleep 0.2; done' "
                           f"{token}\n", name="victim", backend_options={"keep_running": True})
     [handle] = submitted(backend.submit([spec]))
     wait_for(backend, [handle], until=frozenset({JobState.RUNNING}), timeout=_timeout(stack))
-    executes = "execution" in stack.capabilities
+    executes = "execution" in stack.capabilities and stack.provider != "existing"
     if executes:
         _until(lambda: _processes_with(token, stack, stack_info), _timeout(stack),
                f"the job's process ({token}) never showed on a node")
