@@ -1,0 +1,214 @@
+"""An existing Kubernetes cluster with the MPI Operator, as a staging cluster meets the suite:
+our kind cluster (node image built here, the operator as a Deployment) kept by
+``pytest-stacks up`` and declared with ``provider: existing`` by its kubeconfig.
+
+Proven on the cluster itself (``kubectl`` inside its node, the admin's view, never our client's
+memory): the contract and backend suites pass against it and leave no namespace of the run; a
+SIGKILLed run's namespace is reaped by ``pytest-stacks reap NAME`` while a live run's is
+untouched (and removed by its own end); an unreachable API server and a cluster without the
+MPIJob CRD are infrastructure errors in seconds that create nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.faults.site_support import (
+    CLI,
+    ENGINE,
+    REPO,
+    kept_stack,
+    poll,
+    pytest_session,
+    write_manifest,
+)
+
+pytestmark = ENGINE
+CLUSTER = "kind-1.36-local-mpi-0.8"
+RUN_LABEL = "pytest-stacks.io/run"
+SITE = """
+version: 1
+catalogue: {version: "0.1", use: []}
+stacks:
+  - name: site-k8s
+    description: A staging cluster with the MPI Operator (here, our kind cluster, kept).
+    backend: mpi-operator
+    version: "0.8.2"
+    provider: existing
+    transport: kubernetes
+    configuration: kind-local
+    capabilities: [submit, status, execution, kill, purge, mpi]
+    lanes: [site]
+    existing:
+      versions: ">=0.8,<0.9"
+      kubernetes_versions: ">=1.34"
+      kubeconfig: {env: SITE_KUBECONFIG}
+    options:
+      job_shape: mpijob
+      workers: 2
+      image: pytest-stacks/mpi-worker:openmpi-trixie
+      execution: real
+      image_pull_policy: IfNotPresent
+      cpu_request: 10m
+    timeouts: {job: 300}
+"""
+HOLD = """
+import time
+import pytest
+from pytest_stacks.contract import JobSpec, submitted
+
+@pytest.mark.requires("submit")
+def test_holds_a_job(backend):
+    submitted(backend.submit([JobSpec(script="sleep 600\\n", name="held")]))
+    time.sleep(600)
+"""
+
+
+@dataclass
+class Cluster:
+    name: str
+    env: dict[str, str]
+
+    def kubectl(self, *argv: str) -> subprocess.CompletedProcess[str]:
+        node = subprocess.run(["docker", "ps", "-q", "--filter",
+                               f"label=io.x-k8s.kind.cluster={self.name}"],
+                              capture_output=True, text=True, check=True).stdout.split()[0]
+        return subprocess.run(["docker", "exec", node, "kubectl", "--kubeconfig",
+                               "/etc/kubernetes/admin.conf", *argv], capture_output=True,
+                              text=True, timeout=60, check=False)
+
+    def run_namespaces(self) -> dict[str, dict[str, object]]:
+        """Namespaces carrying a run label: name -> its owner record (annotation)."""
+        listed = self.kubectl("get", "namespaces", "-l", RUN_LABEL, "-o", "json")
+        assert listed.returncode == 0, listed.stderr
+        found = {}
+        for item in json.loads(listed.stdout)["items"]:
+            record = (item["metadata"].get("annotations") or {}).get("pytest-stacks.io/owner")
+            found[item["metadata"]["name"]] = json.loads(record) if record else {}
+        return found
+
+    def manifest(self, where: Path) -> Path:
+        return write_manifest(where, SITE)
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    with kept_stack(CLUSTER, tmp_path_factory.mktemp("site-k8s")) as shown:
+        yield Cluster(str(shown["project"]), {"SITE_KUBECONFIG": str(shown["kubeconfig"])})
+
+
+def test_the_suites_pass_against_the_cluster_and_leave_no_namespace(cluster: Cluster,
+                                                                    tmp_path: Path) -> None:
+    results = tmp_path / "results.json"
+    done = pytest_session(
+        [str(REPO / "tests/contract"), str(REPO / "tests/backend"), "--stack=site-k8s",
+         f"--stack-manifest={cluster.manifest(tmp_path)}", "--stack-unproven=fail",
+         f"--stack-results={results}"], env=cluster.env, cwd=REPO)
+    out = done.stdout + done.stderr
+    assert done.returncode == 0, out[-6000:]
+    [row] = json.loads(results.read_text())["stacks"]
+    assert (row["provider"], row["observed"]["daemon"], row["verdict"]) == \
+        ("existing", "0.8.2", "pass"), row
+    offered = {name for name, c in row["capabilities"].items() if c["offered"]}
+    assert offered and all(row["capabilities"][c]["status"] == "pass" for c in offered), row
+    assert cluster.run_namespaces() == {}, "a namespace of the run is left on the cluster"
+    assert cluster.kubectl("get", "crd", "mpijobs.kubeflow.org").returncode == 0
+
+
+def _start(cluster: Cluster, where: Path) -> subprocess.Popen[str]:
+    where.mkdir(parents=True, exist_ok=True)
+    (where / "test_hold.py").write_text(HOLD)
+    (where / "pytest.ini").write_text("[pytest]\n")
+    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly",
+           str(where), "--stack=site-k8s", f"--stack-manifest={cluster.manifest(where)}",
+           "--stack-unproven=warn"]
+    return subprocess.Popen(cmd, cwd=where, env={**os.environ, **cluster.env}, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            start_new_session=True)
+
+
+def _namespace_of(cluster: Cluster, pid: int) -> str:
+    def find() -> str:
+        for name, owner in cluster.run_namespaces().items():
+            if owner.get("pid") == pid:
+                pods = cluster.kubectl("get", "pods", "-n", name, "-o", "name").stdout
+                return name if pods.strip() else ""
+        return ""
+    return poll(find, timeout=240, what=f"a namespace with pods of the run owned by pid {pid}")
+
+
+def test_a_killed_runs_namespace_is_reaped_and_a_live_runs_is_not(cluster: Cluster,
+                                                                  tmp_path: Path) -> None:
+    dead = _start(cluster, tmp_path / "dead")
+    live = _start(cluster, tmp_path / "live")
+    try:
+        dead_ns, live_ns = _namespace_of(cluster, dead.pid), _namespace_of(cluster, live.pid)
+        os.killpg(dead.pid, signal.SIGKILL)
+        dead.wait(timeout=30)
+        reaped = subprocess.run([CLI, "--manifest", str(cluster.manifest(tmp_path)), "reap",
+                                 "site-k8s"], capture_output=True, text=True,
+                                env={**os.environ, **cluster.env}, timeout=300, check=False)
+        assert reaped.returncode == 0, reaped.stdout + reaped.stderr
+        left = cluster.run_namespaces()
+        assert dead_ns not in left, f"the dead run's namespace is still there: {reaped.stdout}"
+        assert live_ns in left, "the live run's namespace was touched"
+    finally:
+        for process in (dead, live):
+            if process.poll() is None:
+                os.killpg(process.pid, signal.SIGINT)
+        out = live.communicate(timeout=300)[0]
+        dead.communicate(timeout=30)
+    assert live_ns not in cluster.run_namespaces(), out[-3000:]
+
+
+def _closed_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def _infra_in_seconds(cluster: Cluster, tmp_path: Path, env: dict[str, str], expected: str
+                      ) -> None:
+    (tmp_path / "test_one.py").write_text(
+        "import pytest\n\n@pytest.mark.requires('submit')\ndef test_one(backend):\n"
+        "    raise AssertionError('must not run')\n")
+    before = cluster.run_namespaces()
+    started = time.monotonic()
+    done = pytest_session([str(tmp_path / "test_one.py"), "--stack=site-k8s",
+                           f"--stack-manifest={cluster.manifest(tmp_path)}"], env=env,
+                          cwd=tmp_path)
+    took = time.monotonic() - started
+    out = done.stdout + done.stderr
+    assert done.returncode != 0 and "1 infra" in out.strip().splitlines()[-1], out[-3000:]
+    assert expected in out, out[-3000:]
+    assert took < 30, f"the preflight took {took:.0f}s"
+    assert cluster.run_namespaces() == before, "a failed preflight created a namespace"
+
+
+def test_an_unreachable_api_server_is_infra_in_seconds(cluster: Cluster, tmp_path: Path) -> None:
+    text = Path(cluster.env["SITE_KUBECONFIG"]).read_text()
+    server = next(line for line in text.splitlines() if "server:" in line).split("server:")[1]
+    broken = tmp_path / "kubeconfig"
+    broken.write_text(text.replace(server.strip(), f"https://127.0.0.1:{_closed_port()}"))
+    _infra_in_seconds(cluster, tmp_path, {"SITE_KUBECONFIG": str(broken)},
+                      "the API server is unreachable")
+
+
+def test_a_cluster_without_the_mpijob_crd_is_infra_in_seconds(cluster: Cluster,
+                                                               tmp_path: Path) -> None:
+    """Last in the module: it takes the CRD (and every MPIJob) off the kept cluster."""
+    removed = cluster.kubectl("delete", "crd", "mpijobs.kubeflow.org", "--wait=true")
+    assert removed.returncode == 0, removed.stderr
+    _infra_in_seconds(cluster, tmp_path, cluster.env,
+                      "preflight 'MPIJob CRD': mpijobs.kubeflow.org is missing")

@@ -1,0 +1,170 @@
+"""Existing deployments, the pure parts: the manifest's ``existing:`` block and its errors, the
+route read from the environment, the owner records and who is judged dead, the operator version
+read from a pod. The real sites are proven in tests/faults/test_existing_*_site.py."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from pytest_stacks.backends.kubernetes.site import operator_version
+from pytest_stacks.errors import InfrastructureError, ManifestError
+from pytest_stacks.manifest import Stack, loads
+from pytest_stacks.providers import site_route
+from pytest_stacks.providers.labels import process_start_time
+from pytest_stacks.providers.site_owners import RunOwner, is_dead
+
+REPO = Path(__file__).resolve().parents[2]
+SLURM_SITE = """
+version: 1
+capabilities: {submit: s}
+backends: {slurm: {window: {anchor: "22.05", leading_edge: "26.05"}}}
+stacks:
+  - name: site
+    backend: slurm
+    version: "24.11.5"
+    provider: existing
+    transport: ssh
+    capabilities: [submit]
+    configuration: cluster
+    lanes: LANES
+    existing:
+      versions: "VERSIONS"
+      job_root: /srv/pst
+      ssh:
+        login: {host: login.example.org, user: {env: SITE_USER}}
+        via: [{host: bastion.example.org, port: {env: SITE_PORT}, user: alice}]
+        key: KEY
+        known_hosts: {env: SITE_KNOWN_HOSTS}
+"""
+
+
+def _site(lanes: str = "[site]", versions: str = ">=24.11,<27", key: str = "{env: SITE_KEY}"
+          ) -> Stack:
+    text = (SLURM_SITE.replace("LANES", lanes).replace("VERSIONS", versions)
+            .replace("KEY", key))
+    return loads(text, REPO / "manifest.yaml").stacks[0]
+
+
+def test_an_existing_stack_reads_with_its_range_and_needs_no_engine() -> None:
+    stack = _site()
+    assert stack.provider == "existing" and stack.requires == ()
+    assert stack.existing is not None and stack.existing.job_root == "/srv/pst"
+    assert stack.accepts_version("24.11.5") and stack.accepts_version("26.05.1")
+    assert not stack.accepts_version("23.11.10") and not stack.accepts_version("27.05.0")
+    assert stack.allowed_versions == "the range '>=24.11,<27'"
+
+
+@pytest.mark.parametrize(("change", "said"), [
+    ({"lanes": "[pr, site]"}, "runs in the 'site' lane only"),
+    ({"versions": "24.11+"}, "is not a PEP 440 version specifier"),
+    ({"key": '"-----BEGIN OPENSSH PRIVATE KEY-----"'}, "looks like the secret itself"),
+])
+def test_bad_existing_blocks_are_refused_naming_the_field(change: dict[str, str],
+                                                          said: str) -> None:
+    with pytest.raises(ManifestError) as caught:
+        _site(**change)
+    assert said in str(caught.value)
+    assert "manifest.yaml:" in str(caught.value), "the error names the file and line"
+
+
+def test_a_compose_stack_cannot_borrow_the_site_lane_or_block() -> None:
+    text = SLURM_SITE.replace("provider: existing", "provider: compose\n    compose: "
+                              "{directory: stacks/slurm, service: slurm}")
+    with pytest.raises(ManifestError) as caught:
+        loads(text.replace("LANES", "[site]").replace("VERSIONS", ">=1").replace("KEY", "k"),
+              REPO / "manifest.yaml")
+    assert "only a stack with provider 'existing' takes an 'existing' block" in str(caught.value)
+    assert "lane 'site' is for deployments that already exist" in str(caught.value)
+
+
+def test_ssh_without_a_job_root_is_refused() -> None:
+    text = SLURM_SITE.replace("      job_root: /srv/pst\n", "")
+    with pytest.raises(ManifestError) as caught:
+        loads(text.replace("LANES", "[site]").replace("VERSIONS", ">=1").replace("KEY", "k"),
+              REPO / "manifest.yaml")
+    assert "needs existing.job_root" in str(caught.value)
+
+
+def _route_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "id").write_text("a key")
+    (tmp_path / "known_hosts").write_text("bastion.example.org ssh-ed25519 AAAA\n")
+    monkeypatch.setenv("SITE_KEY", str(tmp_path / "id"))
+    monkeypatch.setenv("SITE_KNOWN_HOSTS", str(tmp_path / "known_hosts"))
+    monkeypatch.setenv("SITE_USER", "alice")
+    monkeypatch.setenv("SITE_PORT", "2222")
+
+
+def test_the_route_comes_from_the_environment(tmp_path: Path,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    _route_files(tmp_path, monkeypatch)
+    endpoints = site_route.endpoints(_site())
+    route = json.loads(endpoints["ssh"])
+    assert route["hops"] == [{"host": "bastion.example.org", "port": 2222, "user": "alice"},
+                             {"host": "login.example.org", "port": 22, "user": "alice"}]
+    assert route["key"] == str(tmp_path / "id")
+    assert endpoints["login_user"] == "alice" and endpoints["job_root"] == "/srv/pst"
+
+
+@pytest.mark.parametrize(("variable", "value", "said"), [
+    ("SITE_KEY", None, "reads the environment variable SITE_KEY, which is not set here"),
+    ("SITE_KEY", "/nonexistent/id", "existing.ssh.key: no file at /nonexistent/id"),
+    ("SITE_PORT", "ssh", "existing.ssh.via[0].port: 'ssh' is not a TCP port"),
+])
+def test_a_broken_route_names_the_field_and_the_variable(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, variable: str, value: str | None,
+        said: str) -> None:
+    _route_files(tmp_path, monkeypatch)
+    if value is None:
+        monkeypatch.delenv(variable)
+    else:
+        monkeypatch.setenv(variable, value)
+    with pytest.raises(InfrastructureError) as caught:
+        site_route.endpoints(_site())
+    assert said in str(caught.value)
+
+
+def _owner(**change: object) -> RunOwner:
+    me = os.getpid()
+    values: dict[str, object] = {"run_id": "r1", "stack": "site", "host": os.uname().nodename,
+                                 "pid": me, "start": process_start_time(me)}
+    values.update(change)
+    return RunOwner.from_mapping(values)
+
+
+def test_only_this_hosts_runs_whose_owner_is_gone_are_dead() -> None:
+    assert not is_dead(_owner(), current_run="other"), "a live owner"
+    gone = _owner(pid=2 ** 22 + 7)  # above the kernel's pid_max default: never a process
+    assert is_dead(gone, current_run="other")
+    assert not is_dead(gone, current_run="r1"), "the current run is never its own dead run"
+    assert not is_dead(gone, current_run="other", kept={"r1"}), "kept by pytest-stacks up"
+    assert not is_dead(_owner(pid=2 ** 22 + 7, host="another-host"), current_run="other"), \
+        "another host's run is not ours to judge"
+    reused = _owner(start="1")  # our pid, another start time: the owner is gone
+    assert is_dead(reused, current_run="other")
+
+
+def test_an_unreadable_owner_record_is_refused() -> None:
+    with pytest.raises(ValueError):
+        RunOwner.from_json("not json")
+    with pytest.raises(ValueError):
+        RunOwner.from_json(json.dumps({"run_id": "r1"}))
+    assert RunOwner.from_json(_owner().to_json()) == _owner()
+
+
+def test_the_operator_version_is_a_ready_pods_image_tag() -> None:
+    def pod(image: str, ready: bool) -> dict[str, object]:
+        return {"metadata": {"namespace": "mpi-operator", "name": "op"},
+                "spec": {"containers": [{"image": image}]},
+                "status": {"conditions": [{"type": "Ready",
+                                           "status": "True" if ready else "False"}]}}
+    assert operator_version([pod("mpioperator/mpi-operator:0.8.2", True)])[0] == "0.8.2"
+    assert operator_version([pod("registry.local/mpi-operator:v0.8.2@sha256:ab", True)])[0] \
+        == "0.8.2"
+    version, seen = operator_version([pod("mpioperator/mpi-operator:0.8.2", False)])
+    assert version == "" and "not ready" in seen
+    assert operator_version([pod("mpioperator/mpi-operator:latest", True)])[0] == ""
+    assert operator_version([pod("busybox:1.36", True)]) == ("", "")
