@@ -28,6 +28,11 @@ def stacks_table(manifest: Manifest) -> str:
     return _render(table)
 
 
+def _needs_nothing(stack: Stack) -> str:
+    return ("nothing on this machine (a deployment that already exists)"
+            if stack.provider == "existing" else "nothing (in process)")
+
+
 def stack_details(stack: Stack, origins: Mapping[str, str] | None = None) -> str:
     """One stack in full; with ``origins``, where each field came from (which file and line:
     the project's manifest or the catalogue it extends)."""
@@ -42,8 +47,14 @@ def stack_details(stack: Stack, origins: Mapping[str, str] | None = None) -> str
         f"lanes:         {', '.join(stack.lanes) or '-'}"
         + (" + canary" if stack.canary else ""),
         f"capabilities:  {', '.join(sorted(stack.capabilities))}",
-        f"requires:      {', '.join(stack.requires) or 'nothing (in process)'}",
+        f"requires:      {', '.join(stack.requires) or _needs_nothing(stack)}",
     ]
+    if stack.existing:
+        lines.append(f"existing:      accepts {stack.allowed_versions}"
+                     + (f", Kubernetes {stack.existing.kubernetes_versions!r}"
+                        if stack.existing.kubernetes_versions else "")
+                     + (f"; runs work under {stack.existing.job_root}/pst-<run id>/"
+                        if stack.existing.job_root else "; a namespace per run"))
     if stack.base_image:
         lines.append(f"base image:    {stack.base_image.registry_reference} "
                      f"(seeded offline as {stack.base_image.seeded_reference})")

@@ -93,4 +93,5 @@ def _existing(raw: dict[str, Any] | None) -> ExistingSpec | None:
     return ExistingSpec(versions=raw.get("versions", ""),
                         kubernetes_versions=raw.get("kubernetes_versions", ""),
                         ssh=raw.get("ssh"), kubeconfig=raw.get("kubeconfig"),
-                        context=raw.get("context"), job_root=raw.get("job_root", ""))
+                        context=raw.get("context"), namespace=raw.get("namespace"),
+                        job_root=raw.get("job_root", ""))

@@ -126,7 +126,8 @@ class ExistingSpec:
     paths of files that hold them. ``versions``: a PEP 440 range the observed version must be
     in (empty: exactly the stack's ``version``); ``kubernetes_versions`` likewise for the
     cluster under an ``mpi-operator`` stack. ``job_root``: the folder on the site's shared
-    filesystem under which each run makes its own working folder.
+    filesystem under which each run makes its own working folder; ``namespace``: a namespace
+    the runs share (by label) where the user may not create one per run.
     """
 
     versions: str = ""
@@ -134,6 +135,7 @@ class ExistingSpec:
     ssh: Mapping[str, Any] | None = None
     kubeconfig: Any = None
     context: Any = None
+    namespace: Any = None
     job_root: str = ""
 
 

@@ -21,6 +21,7 @@ from pytest_stacks.providers import ssh_access
 KUBECONFIG = "kubeconfig"
 LOGIN_USER = "login_user"
 CONTEXT = "context"
+NAMESPACE = "namespace"
 JOB_ROOT = "job_root"
 
 
@@ -88,6 +89,8 @@ def endpoints(stack: Stack) -> dict[str, str]:
         found[KUBECONFIG] = str(_file(stack, spec.kubeconfig, "kubeconfig"))
         if spec.context is not None:
             found[CONTEXT] = value(stack, spec.context, "context")
+        if spec.namespace is not None:
+            found[NAMESPACE] = value(stack, spec.namespace, "namespace")
     if spec.job_root:
         found[JOB_ROOT] = spec.job_root.rstrip("/") or "/"
     return found

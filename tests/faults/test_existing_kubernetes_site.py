@@ -98,8 +98,9 @@ class Cluster:
             found[item["metadata"]["name"]] = json.loads(record) if record else {}
         return found
 
-    def manifest(self, where: Path) -> Path:
-        return write_manifest(where, SITE)
+    def manifest(self, where: Path, namespace: str = "") -> Path:
+        shared = f"      namespace: {namespace}\n" if namespace else ""
+        return write_manifest(where, SITE.replace("    options:\n", shared + "    options:\n"))
 
 
 @pytest.fixture(scope="module")
@@ -124,6 +125,30 @@ def test_the_suites_pass_against_the_cluster_and_leave_no_namespace(cluster: Clu
     assert offered and all(row["capabilities"][c]["status"] == "pass" for c in offered), row
     assert cluster.run_namespaces() == {}, "a namespace of the run is left on the cluster"
     assert cluster.kubectl("get", "crd", "mpijobs.kubeflow.org").returncode == 0
+
+
+def test_in_a_namespace_the_user_owns_the_run_touches_only_its_own(cluster: Cluster,
+                                                                   tmp_path: Path) -> None:
+    """``existing.namespace``: for users who may not create namespaces. A colleague's object
+    beside the run's is untouched, the namespace stays, and nothing of the run is left."""
+    assert cluster.kubectl("create", "namespace", "team-ci").returncode == 0
+    colleague = cluster.kubectl("create", "configmap", "colleague", "-n", "team-ci",
+                                "--from-literal=keep=me", "-o", "jsonpath={.metadata.uid}")
+    assert colleague.returncode == 0, colleague.stderr
+    done = pytest_session(
+        [str(REPO / "tests/contract"), "--stack=site-k8s", "--stack-unproven=warn",
+         f"--stack-manifest={cluster.manifest(tmp_path, 'team-ci')}"], env=cluster.env,
+        cwd=REPO)
+    out = done.stdout + done.stderr
+    assert done.returncode == 0, out[-6000:]
+    assert " passed" in out.strip().splitlines()[-1], out[-2000:]
+    left = cluster.kubectl("get", "pods,jobs,mpijobs,services,configmaps,secrets", "-n",
+                           "team-ci", "-l", RUN_LABEL, "-o", "name")
+    assert left.returncode == 0 and left.stdout.strip() == "", left.stdout + left.stderr
+    kept = cluster.kubectl("get", "configmap", "colleague", "-n", "team-ci", "-o",
+                           "jsonpath={.metadata.uid}")
+    assert kept.stdout == colleague.stdout, "the colleague's object was touched"
+    assert cluster.run_namespaces() == {}, "no namespace of the run was made"
 
 
 def _start(cluster: Cluster, where: Path) -> subprocess.Popen[str]:

@@ -168,3 +168,29 @@ def test_the_operator_version_is_a_ready_pods_image_tag() -> None:
     assert version == "" and "not ready" in seen
     assert operator_version([pod("mpioperator/mpi-operator:latest", True)])[0] == ""
     assert operator_version([pod("busybox:1.36", True)]) == ("", "")
+
+
+def test_a_shared_namespace_loses_only_the_runs_objects() -> None:
+    """``existing.namespace``: the run's objects go by their label; a colleague's object and
+    the namespace itself stay (on the in-process cluster double, whose API answers alike)."""
+    from pytest_stacks.backends.kubernetes.api import LABEL_RUN
+    from pytest_stacks.backends.kubernetes.cleanup import delete_labelled
+    from pytest_stacks.backends.kubernetes.fake import FakeCluster
+
+    cluster = FakeCluster()
+    try:
+        cluster.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team"}})
+
+        def config_map(name: str, labels: dict[str, str]) -> None:
+            cluster.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {
+                "name": name, "namespace": "team", "labels": labels}})
+
+        config_map("ours", {LABEL_RUN: "r1"})
+        config_map("another-run", {LABEL_RUN: "r2"})
+        config_map("colleague", {})
+        assert delete_labelled(cluster, "team", "r1", [], timeout=5) == []
+        left = sorted(o["metadata"]["name"] for o in cluster.list("ConfigMap", "team"))
+        assert left == ["another-run", "colleague"]
+        assert cluster.get("Namespace", None, "team") is not None
+    finally:
+        cluster.close()

@@ -27,6 +27,7 @@ from pytest_stacks.backends.kubernetes.cleanup import reap
 from pytest_stacks.backends.kubernetes.driver import KubernetesClient
 from pytest_stacks.backends.kubernetes.node_images import ensure_node_images
 from pytest_stacks.backends.kubernetes.objects import Runtime
+from pytest_stacks.backends.kubernetes.shared_namespace import SharedNamespaceClient
 from pytest_stacks.contract import JobClient
 from pytest_stacks.errors import InfrastructureError, StacksError
 from pytest_stacks.gobuild import GoModuleBuild, ensure_built
@@ -113,11 +114,15 @@ def runtime_of(options: Mapping[str, object]) -> Runtime:
                    cpu_request=str(options.get("cpu_request", "")))
 
 
-def client_for(stack: Stack, api: KubeApi, run_dir: Path,
-               operator_version: str) -> KubernetesClient:
+def client_for(stack: Stack, api: KubeApi, run_dir: Path, operator_version: str, *,
+               shared_namespace: str = "") -> KubernetesClient:
+    """``shared_namespace``: the run's objects go there, by label, instead of into a namespace
+    of the run's own (a site where the user may not create namespaces)."""
     options = stack.options
-    return KubernetesClient(
-        api, stack.name, namespace=run_namespace(run_dir.name), run_id=run_dir.name,
+    kind = SharedNamespaceClient if shared_namespace else KubernetesClient
+    return kind(
+        api, stack.name, namespace=shared_namespace or run_namespace(run_dir.name),
+        run_id=run_dir.name,
         image=str(options.get("image", "pytest-stacks/mpi-worker:openmpi")),
         shape=str(options.get("job_shape", "pod")), workers=int(options.get("workers", 2)),
         operator_version=operator_version,

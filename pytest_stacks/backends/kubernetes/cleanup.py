@@ -69,6 +69,26 @@ def delete_namespace(api: KubeApi, namespace: str, run_id: str, recorded: list[I
     return prove_cleanup(api, recorded, namespace, {LABEL_RUN: run_id}, timeout=timeout)
 
 
+#: Deletion order for a run's objects in a namespace it does not own: owners first (their
+#: dependents go with them, foreground), then whatever is left by label.
+DELETE_ORDER = ("MPIJob", "Job", "Pod", "Service", "Secret", "ConfigMap")
+
+
+def delete_labelled(api: KubeApi, namespace: str, run_id: str, recorded: list[Identity], *,
+                    timeout: float) -> list[str]:
+    """Delete every object of the run in a shared namespace (selected by its run label, each
+    by uid, foreground) and prove them gone with every recorded one; the namespace and anything
+    without the run's label are never touched."""
+    labels = {LABEL_RUN: run_id}
+    for kind in DELETE_ORDER:
+        for obj in api.list(kind, namespace, labels):
+            m = meta(obj)
+            if not m.get("deletionTimestamp"):
+                api.delete(kind, namespace, str(m.get("name")), propagation="Foreground",
+                           uid=str(m.get("uid")))
+    return prove_cleanup(api, recorded, namespace, labels, timeout=timeout)
+
+
 def _contents(api: KubeApi, namespace: str) -> dict[str, str]:
     return {f"{kind}/{meta(o).get('name')}": str(meta(o).get("uid"))
             for kind in RUN_KINDS for o in api.list(kind, namespace)}

@@ -18,7 +18,7 @@ from pathlib import Path
 from pytest_stacks.backends.kubernetes import objects
 from pytest_stacks.backends.kubernetes.adapter import client_for, run_namespace
 from pytest_stacks.backends.kubernetes.api import LABEL_RUN, ApiError, KubeApi, Obj, meta
-from pytest_stacks.backends.kubernetes.cleanup import delete_namespace
+from pytest_stacks.backends.kubernetes.cleanup import delete_labelled, delete_namespace
 from pytest_stacks.contract import JobClient
 from pytest_stacks.errors import InfrastructureError
 from pytest_stacks.manifest import Stack
@@ -26,6 +26,9 @@ from pytest_stacks.transports import Transport
 from pytest_stacks.versions import in_range
 
 CRD = "mpijobs.kubeflow.org"
+OPERATOR_NAMESPACE = "mpi-operator"
+OWNER_PREFIX = "pst-run-"
+NAMESPACE = "namespace"
 OPERATOR_IMAGE = "mpi-operator"
 ANNOTATION_OWNER = "pytest-stacks.io/owner"
 KUBECONFIG, CONTEXT = "kubeconfig", "context"
@@ -67,20 +70,26 @@ def operator_version(pods: list[Obj]) -> tuple[str, str]:
 
 
 class KubernetesSite:
+    """``endpoints["namespace"]`` set: the runs share that namespace (the user's), each run's
+    objects and its owner record (a ConfigMap) found by the run label; else a namespace per
+    run, annotated with the owner record."""
+
     def check(self, stack: Stack, transport: Transport | None,
               endpoints: Mapping[str, str]) -> dict[str, str]:
         api = _api(endpoints)
         try:
-            return self._check(stack, api)
+            return self._check(stack, api, endpoints.get(NAMESPACE, ""))
         except ApiError as exc:
             raise InfrastructureError(stack.name, (
                 f"preflight 'authenticated': the API server refused the kubeconfig's "
-                f"credentials ({exc}). Use credentials that may create namespaces and "
-                f"MPIJobs.")) from None
+                f"credentials ({exc}). Use credentials that may create "
+                + ("pods and MPIJobs in that namespace." if endpoints.get(NAMESPACE) else
+                   "namespaces and MPIJobs (or name a namespace: existing.namespace).")))\
+                from None
         finally:
             api.close()
 
-    def _check(self, stack: Stack, api: KubeApi) -> dict[str, str]:
+    def _check(self, stack: Stack, api: KubeApi, shared: str) -> dict[str, str]:
         kubernetes = str(api.version().get("gitVersion", "")).lstrip("v")
         wanted = stack.existing.kubernetes_versions if stack.existing else ""
         if wanted and not in_range(kubernetes, wanted):
@@ -88,14 +97,18 @@ class KubernetesSite:
                 f"preflight 'version': the cluster runs Kubernetes {kubernetes}, outside "
                 f"existing.kubernetes_versions {wanted!r}. Point the stack at a cluster in "
                 f"range, or widen the range."))
-        api.list("Namespace")  # 401/403 here: the credentials are not good enough
-        crd = api.get("CustomResourceDefinition", None, CRD)
-        if crd is None or not _established(crd):
+        if shared:
+            api.list("Pod", shared)  # 401/403: no use of that namespace
+            crd_there = _mpijobs_served(api, shared)
+        else:
+            api.list("Namespace")  # 401/403 here: the credentials are not good enough
+            crd = api.get("CustomResourceDefinition", None, CRD)
+            crd_there = crd is not None and _established(crd)
+        if not crd_there:
             raise InfrastructureError(stack.name, (
-                f"preflight 'MPIJob CRD': {CRD} is " + ("missing" if crd is None else
-                                                       "not Established")
-                + " on the cluster. Install the MPI Operator (its CRD and deployment) first."))
-        version, seen = operator_version(api.list("Pod"))
+                f"preflight 'MPIJob CRD': {CRD} is missing or not Established on the cluster. "
+                f"Install the MPI Operator (its CRD and deployment) first."))
+        version, seen = operator_version(_operator_pods(api))
         if not version:
             raise InfrastructureError(stack.name, (
                 f"preflight 'operator': no ready pod runs an {OPERATOR_IMAGE} image with a "
@@ -110,28 +123,41 @@ class KubernetesSite:
 
     def open_run(self, stack: Stack, transport: Transport | None,
                  endpoints: Mapping[str, str], run_id: str, owner_record: str) -> None:
-        namespace = objects.namespace(run_namespace(run_id), run_id)
-        namespace["metadata"]["annotations"] = {ANNOTATION_OWNER: owner_record}
+        shared = endpoints.get(NAMESPACE, "")
+        place: Obj
+        if shared:
+            name = OWNER_PREFIX + run_namespace(run_id).removeprefix("pst-")
+            place = {"apiVersion": "v1", "kind": "ConfigMap",
+                     "metadata": {"name": name[:63].rstrip("-"), "namespace": shared,
+                                  "labels": {LABEL_RUN: run_id}}}
+        else:
+            place = objects.namespace(run_namespace(run_id), run_id)
+        place["metadata"]["annotations"] = {ANNOTATION_OWNER: owner_record}
         api = _api(endpoints)
         try:
-            api.create(namespace)
+            api.create(place)
         finally:
             api.close()
 
     def client(self, stack: Stack, transport: Transport | None,
                endpoints: Mapping[str, str], run_dir: Path) -> JobClient:
         return client_for(stack, _api(endpoints, 30.0), run_dir,
-                          endpoints.get("operator_version", ""))
+                          endpoints.get("operator_version", ""),
+                          shared_namespace=endpoints.get(NAMESPACE, ""))
 
     def runs(self, stack: Stack, transport: Transport | None,
              endpoints: Mapping[str, str]) -> dict[str, str]:
+        shared = endpoints.get(NAMESPACE, "")
         api = _api(endpoints)
         try:
             found = {}
-            for namespace in api.list("Namespace"):
-                m = meta(namespace)
+            places = (api.list("ConfigMap", shared) if shared else api.list("Namespace"))
+            for place in places:
+                m = meta(place)
                 run = (m.get("labels") or {}).get(LABEL_RUN)
-                if run and m.get("name") == run_namespace(run):
+                ours = (str(m.get("name", "")).startswith(OWNER_PREFIX) if shared
+                        else m.get("name") == run_namespace(run or ""))
+                if run and ours:
                     found[run] = str((m.get("annotations") or {}).get(ANNOTATION_OWNER, ""))
             return found
         finally:
@@ -139,9 +165,34 @@ class KubernetesSite:
 
     def remove_run(self, stack: Stack, transport: Transport | None,
                    endpoints: Mapping[str, str], run_id: str) -> list[str]:
+        shared = endpoints.get(NAMESPACE, "")
         api = _api(endpoints, 30.0)
         try:
+            if shared:
+                return delete_labelled(api, shared, run_id, [], timeout=END_TIMEOUT)
             return delete_namespace(api, run_namespace(run_id), run_id, [],
                                     timeout=END_TIMEOUT)
         finally:
             api.close()
+
+
+def _mpijobs_served(api: KubeApi, namespace: str) -> bool:
+    """Whether the API serves MPIJobs (its CRD installed and Established), asked the way a
+    user confined to one namespace can: a 404 for the resource means no CRD."""
+    try:
+        api.list("MPIJob", namespace)
+    except ApiError as exc:
+        if exc.status == 404:
+            return False
+        raise
+    return True
+
+
+def _operator_pods(api: KubeApi) -> list[Obj]:
+    """Every pod, or (a user who may not list the whole cluster's) the operator's namespace's."""
+    try:
+        return api.list("Pod")
+    except ApiError as exc:
+        if exc.status != 403:
+            raise
+        return api.list("Pod", OPERATOR_NAMESPACE)
