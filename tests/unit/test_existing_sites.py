@@ -166,7 +166,10 @@ def test_the_operator_version_is_a_ready_pods_image_tag() -> None:
         == "0.8.2"
     version, seen = operator_version([pod("mpioperator/mpi-operator:0.8.2", False)])
     assert version == "" and "not ready" in seen
+    assert operator_version([pod("pytest-stacks/mpi-operator:v0.8.2-754416ab0c213b38",
+                                 True)])[0] == "0.8.2"
     assert operator_version([pod("mpioperator/mpi-operator:latest", True)])[0] == ""
+    assert operator_version([pod("mpioperator/mpi-operator:0.9.0-rc.1", True)])[0] == ""
     assert operator_version([pod("busybox:1.36", True)]) == ("", "")
 
 

@@ -30,6 +30,8 @@ OPERATOR_NAMESPACE = "mpi-operator"
 OWNER_PREFIX = "pst-run-"
 NAMESPACE = "namespace"
 OPERATOR_IMAGE = "mpi-operator"
+#: A release tag, optionally with a build's hash (a local build: ``v0.8.2-754416ab0c213b38``).
+TAG = re.compile(r"v?(\d+\.\d+\.\d+)(?:-[0-9a-f]{7,64})?")
 ANNOTATION_OWNER = "pytest-stacks.io/owner"
 KUBECONFIG, CONTEXT = "kubeconfig", "context"
 END_TIMEOUT = 120.0
@@ -53,7 +55,8 @@ def _ready(pod: Obj) -> bool:
 
 
 def operator_version(pods: list[Obj]) -> tuple[str, str]:
-    """(the version in a ready operator pod's image tag, what was seen): '' when none runs."""
+    """(the version in a ready operator pod's image tag, what was seen): '' when none runs.
+    A pre-release or a floating tag (``0.9.0-rc.1``, ``latest``) names no version: refused."""
     seen = []
     for pod in pods:
         for container in (pod.get("spec") or {}).get("containers") or []:
@@ -63,7 +66,7 @@ def operator_version(pods: list[Obj]) -> tuple[str, str]:
             where = f"{meta(pod).get('namespace')}/{meta(pod).get('name')} ({image})"
             seen.append(where + ("" if _ready(pod) else " not ready"))
             tag = image.split("@", 1)[0].rsplit(":", 1)
-            found = re.fullmatch(r"v?(\d+\.\d+\.\d+)", tag[1]) if len(tag) == 2 else None
+            found = TAG.fullmatch(tag[1]) if len(tag) == 2 else None
             if found and _ready(pod):
                 return found.group(1), where
     return "", "; ".join(seen)
@@ -157,8 +160,11 @@ class KubernetesSite:
                 run = (m.get("labels") or {}).get(LABEL_RUN)
                 ours = (str(m.get("name", "")).startswith(OWNER_PREFIX) if shared
                         else m.get("name") == run_namespace(run or ""))
-                if run and ours:
-                    found[run] = str((m.get("annotations") or {}).get(ANNOTATION_OWNER, ""))
+                record = (m.get("annotations") or {}).get(ANNOTATION_OWNER)
+                # A run namespace without an owner record is a stack's own run's (a kind or
+                # compose run made it), not a site run's: not this provider's to judge.
+                if run and ours and record is not None:
+                    found[run] = str(record)
             return found
         finally:
             api.close()
