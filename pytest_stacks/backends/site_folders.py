@@ -6,10 +6,11 @@ so a run's files are one ``rm -rf`` away and another run's are never in reach.
 from __future__ import annotations
 
 import shlex
-from collections.abc import Mapping
+from collections.abc import Callable, Collection, Mapping
 
 from pytest_stacks.errors import BackendCallError, InfrastructureError
 from pytest_stacks.manifest import Stack
+from pytest_stacks.polling import poll_until
 from pytest_stacks.transports import Transport
 
 PREFIX = "pst-"
@@ -76,6 +77,23 @@ def runs(transport: Transport, endpoints: Mapping[str, str]) -> dict[str, str]:
     return found
 
 
+def end_jobs(run_id: str, listed: Callable[[], Collection[str]], cancel: Callable[[], object], *,
+             queue: str, timeout: float = 60.0) -> list[str]:
+    """Cancel the run's queued jobs (``cancel``) and wait until ``listed`` (the queue, asked
+    again each time) shows none of them; what is left, one line, or []."""
+    try:
+        if listed():
+            cancel()
+            poll_until(listed, lambda jobs: not jobs, timeout=timeout, interval=0.5,
+                       first_interval=0.1)
+    except TimeoutError:
+        return [f"jobs {' '.join(listed())} of run {run_id} are still in {queue} "
+                f"{timeout:.0f}s after they were cancelled"]
+    except BackendCallError as exc:
+        return [f"the run's jobs could not be listed: {exc}"]
+    return []
+
+
 def remove(transport: Transport, endpoints: Mapping[str, str], run_id: str) -> list[str]:
     """The run's folder removed and looked for again; what is left, or []."""
     path = shlex.quote(folder(endpoints, run_id))
@@ -83,3 +101,16 @@ def remove(transport: Transport, endpoints: Mapping[str, str], run_id: str) -> l
     if removed.ok:
         return []
     return [f"{folder(endpoints, run_id)} is still there ({removed.stderr.strip()[:200]})"]
+
+
+class FolderSite:
+    """What Slurm's and HTCondor's site adapters share: the run's place is its folder on the
+    login node's shared filesystem, holding its owner record."""
+
+    def open_run(self, stack: Stack, transport: Transport | None,
+                 endpoints: Mapping[str, str], run_id: str, owner_record: str) -> None:
+        open_run(need(transport, stack), endpoints, run_id, owner_record)
+
+    def runs(self, stack: Stack, transport: Transport | None,
+             endpoints: Mapping[str, str]) -> dict[str, str]:
+        return runs(need(transport, stack), endpoints)

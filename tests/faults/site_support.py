@@ -7,10 +7,13 @@ import contextlib
 import json
 import os
 import shutil
+import signal
+import socket
 import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -72,3 +75,118 @@ def poll(ask: Callable[[], T], *, timeout: float, what: str, interval: float = 0
         if time.monotonic() > deadline:
             raise AssertionError(f"no {what} within {timeout:.0f}s")
         time.sleep(interval)
+
+
+#: A user's test that holds a job on the site until the session is ended.
+HOLD = """
+import time
+import pytest
+from pytest_stacks.contract import JobSpec, submitted
+
+@pytest.mark.requires("submit")
+def test_holds_a_job(backend):
+    submitted(backend.submit([JobSpec(script="sleep 600\\n", name="held")]))
+    time.sleep(600)
+"""
+#: A user's test that must never run: its site fails the preflight.
+NEVER = """
+import pytest
+
+@pytest.mark.requires("submit")
+def test_one(backend):
+    raise AssertionError("must not run")
+"""
+
+
+def start_holder(where: Path, stack: str, manifest: Path,
+                 env: dict[str, str]) -> subprocess.Popen[str]:
+    """A session holding one job on the site, in a process group of its own (to be killed)."""
+    where.mkdir(parents=True, exist_ok=True)
+    (where / "test_hold.py").write_text(HOLD)
+    (where / "pytest.ini").write_text("[pytest]\n")
+    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly",
+           str(where), f"--stack={stack}", f"--stack-manifest={manifest}",
+           "--stack-unproven=warn"]
+    return subprocess.Popen(cmd, cwd=where, env={**os.environ, **env}, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            start_new_session=True)
+
+
+def closed_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def assert_whole_pass(results: Path, daemon: str) -> None:
+    """The site's row of the results file: provider existing, the observed daemon version,
+    a pass, and every declared capability proven by a passing test."""
+    [row] = json.loads(results.read_text())["stacks"]
+    assert (row["provider"], row["observed"]["daemon"], row["verdict"]) == \
+        ("existing", daemon, "pass"), row
+    offered = {name for name, c in row["capabilities"].items() if c["offered"]}
+    assert offered and all(row["capabilities"][c]["status"] == "pass" for c in offered), row
+
+
+def infra_in_seconds(where: Path, stack: str, manifest: Path, env: dict[str, str],
+                     expected: str) -> None:
+    """A session on a site that fails its preflight: one infrastructure error naming
+    ``expected``, within 30 s, and the test itself never ran."""
+    (where / "test_one.py").write_text(NEVER)
+    started = time.monotonic()
+    done = pytest_session([str(where / "test_one.py"), f"--stack={stack}",
+                           f"--stack-manifest={manifest}"], env=env, cwd=where)
+    took = time.monotonic() - started
+    out = done.stdout + done.stderr
+    assert done.returncode != 0 and "1 infra" in out.strip().splitlines()[-1], out[-3000:]
+    assert expected in out, out[-3000:]
+    assert "must not run" not in out
+    assert took < 30, f"the preflight took {took:.0f}s"
+
+
+def compose_exec(project: str, service: str, *argv: str) -> subprocess.CompletedProcess[str]:
+    """A command in a service of a kept compose stack, over the engine, as root: what the
+    site holds, read through the trusted channel rather than the client under test."""
+    container = subprocess.run(
+        ["docker", "ps", "-q", "--filter", f"label=com.docker.compose.project={project}",
+         "--filter", f"label=com.docker.compose.service={service}"],
+        capture_output=True, text=True, check=True).stdout.split()[0]
+    return subprocess.run(["docker", "exec", container, *argv], capture_output=True,
+                          text=True, timeout=60, check=False)
+
+
+@dataclass
+class Holders:
+    """Two sessions holding a job each on one site: ``dead`` to be SIGKILLed, ``live`` to go
+    on; ``live_output`` is what the live one printed once ended with a user's Ctrl-C."""
+
+    dead: subprocess.Popen[str]
+    live: subprocess.Popen[str]
+    live_output: str = ""
+
+    def kill_dead(self) -> None:
+        os.killpg(self.dead.pid, signal.SIGKILL)
+        self.dead.wait(timeout=30)
+
+
+@contextlib.contextmanager
+def two_holders(start: Callable[[Path], subprocess.Popen[str]],
+                where: Path) -> Iterator[Holders]:
+    holders = Holders(start(where / "dead"), start(where / "live"))
+    try:
+        yield holders
+    finally:
+        for process in (holders.dead, holders.live):
+            if process.poll() is None:
+                os.killpg(process.pid, signal.SIGINT)  # a user's Ctrl-C: the run ends itself
+        holders.live_output = holders.live.communicate(timeout=300)[0]
+        holders.dead.communicate(timeout=30)
+
+
+def reap_site(manifest: Path, stack: str, env: dict[str, str]) -> str:
+    """``pytest-stacks reap NAME``, which must succeed; what it printed."""
+    reaped = subprocess.run([CLI, "--manifest", str(manifest), "reap", stack],
+                            capture_output=True, text=True, env={**os.environ, **env},
+                            timeout=300, check=False)
+    assert reaped.returncode == 0, reaped.stdout + reaped.stderr
+    return reaped.stdout

@@ -12,14 +12,22 @@ from __future__ import annotations
 
 import json
 import subprocess
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from tests.faults.site_support import ENGINE, REPO, kept_stack, pytest_session, write_manifest
+from tests.faults.site_support import (
+    ENGINE,
+    REPO,
+    assert_whole_pass,
+    compose_exec,
+    infra_in_seconds,
+    kept_stack,
+    pytest_session,
+    write_manifest,
+)
 
 pytestmark = ENGINE
 POOL = "htcondor-23.9-pool-ssh"
@@ -55,12 +63,7 @@ class Pool:
     env: dict[str, str]
 
     def submit_node(self, *argv: str) -> subprocess.CompletedProcess[str]:
-        container = subprocess.run(
-            ["docker", "ps", "-q", "--filter", f"label=com.docker.compose.project={self.project}",
-             "--filter", "label=com.docker.compose.service=submit"],
-            capture_output=True, text=True, check=True).stdout.split()[0]
-        return subprocess.run(["docker", "exec", container, *argv], capture_output=True,
-                              text=True, timeout=60, check=False)
+        return compose_exec(self.project, "submit", *argv)
 
     def run_folders(self) -> list[str]:
         listed = self.submit_node("sh", "-c", f"cd {JOB_ROOT} && ls -1d pst-* 2>/dev/null || :")
@@ -96,11 +99,7 @@ def test_the_suites_pass_against_the_pool_and_leave_it_as_it_was(pool: Pool,
          f"--stack-results={results}"], env=pool.env, cwd=REPO)
     out = done.stdout + done.stderr
     assert done.returncode == 0, out[-6000:]
-    [row] = json.loads(results.read_text())["stacks"]
-    assert (row["provider"], row["observed"]["daemon"], row["verdict"]) == \
-        ("existing", "23.9.6", "pass"), row
-    offered = {name for name, c in row["capabilities"].items() if c["offered"]}
-    assert offered and all(row["capabilities"][c]["status"] == "pass" for c in offered), row
+    assert_whole_pass(results, "23.9.6")
     assert pool.run_folders() == before, "the run's folder is still on the submit node"
     assert pool.tagged_jobs() == [], "a job of the run is still in the queue"
     assert pool.submit_node("condor_q", "-totals").returncode == 0, "the pool must stay up"
@@ -108,17 +107,7 @@ def test_the_suites_pass_against_the_pool_and_leave_it_as_it_was(pool: Pool,
 
 def test_a_pool_outside_the_range_is_infra_in_seconds_and_gets_nothing(pool: Pool,
                                                                        tmp_path: Path) -> None:
-    (tmp_path / "test_one.py").write_text(
-        "import pytest\n\n@pytest.mark.requires('submit')\ndef test_one(backend):\n"
-        "    raise AssertionError('must not run')\n")
     before = pool.run_folders()
-    started = time.monotonic()
-    done = pytest_session([str(tmp_path / "test_one.py"), "--stack=site-htcondor",
-                           f"--stack-manifest={pool.manifest(tmp_path, '>=25')}"],
-                          env=pool.env, cwd=tmp_path)
-    took = time.monotonic() - started
-    out = done.stdout + done.stderr
-    assert done.returncode != 0 and "1 infra" in out.strip().splitlines()[-1], out[-3000:]
-    assert "the site runs HTCondor 23.9.6, outside the range '>=25'" in out, out[-3000:]
-    assert took < 30, f"the preflight took {took:.0f}s"
+    infra_in_seconds(tmp_path, "site-htcondor", pool.manifest(tmp_path, ">=25"), pool.env,
+                     "the site runs HTCondor 23.9.6, outside the range '>=25'")
     assert pool.run_folders() == before

@@ -12,12 +12,7 @@ MPIJob CRD are infrastructure errors in seconds that create nothing.
 from __future__ import annotations
 
 import json
-import os
-import signal
-import socket
 import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,12 +20,17 @@ from pathlib import Path
 import pytest
 
 from tests.faults.site_support import (
-    CLI,
     ENGINE,
     REPO,
+    assert_whole_pass,
+    closed_port,
+    infra_in_seconds,
     kept_stack,
     poll,
     pytest_session,
+    reap_site,
+    start_holder,
+    two_holders,
     write_manifest,
 )
 
@@ -63,18 +63,6 @@ stacks:
       cpu_request: 10m
     timeouts: {job: 300}
 """
-HOLD = """
-import time
-import pytest
-from pytest_stacks.contract import JobSpec, submitted
-
-@pytest.mark.requires("submit")
-def test_holds_a_job(backend):
-    submitted(backend.submit([JobSpec(script="sleep 600\\n", name="held")]))
-    time.sleep(600)
-"""
-
-
 @dataclass
 class Cluster:
     name: str
@@ -120,11 +108,7 @@ def test_the_suites_pass_against_the_cluster_and_leave_no_namespace(cluster: Clu
          f"--stack-results={results}"], env=cluster.env, cwd=REPO)
     out = done.stdout + done.stderr
     assert done.returncode == 0, out[-6000:]
-    [row] = json.loads(results.read_text())["stacks"]
-    assert (row["provider"], row["observed"]["daemon"], row["verdict"]) == \
-        ("existing", "0.8.2", "pass"), row
-    offered = {name for name, c in row["capabilities"].items() if c["offered"]}
-    assert offered and all(row["capabilities"][c]["status"] == "pass" for c in offered), row
+    assert_whole_pass(results, "0.8.2")
     assert cluster.run_namespaces() == {}, "a namespace of the run is left on the cluster"
     assert cluster.kubectl("get", "crd", "mpijobs.kubeflow.org").returncode == 0
 
@@ -157,15 +141,7 @@ def test_in_a_namespace_the_user_owns_the_run_touches_only_its_own(cluster: Clus
 
 
 def _start(cluster: Cluster, where: Path) -> subprocess.Popen[str]:
-    where.mkdir(parents=True, exist_ok=True)
-    (where / "test_hold.py").write_text(HOLD)
-    (where / "pytest.ini").write_text("[pytest]\n")
-    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly",
-           str(where), "--stack=site-k8s", f"--stack-manifest={cluster.manifest(where)}",
-           "--stack-unproven=warn"]
-    return subprocess.Popen(cmd, cwd=where, env={**os.environ, **cluster.env}, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            start_new_session=True)
+    return start_holder(where, "site-k8s", cluster.manifest(where), cluster.env)
 
 
 def _namespace_of(cluster: Cluster, pid: int) -> str:
@@ -180,49 +156,21 @@ def _namespace_of(cluster: Cluster, pid: int) -> str:
 
 def test_a_killed_runs_namespace_is_reaped_and_a_live_runs_is_not(cluster: Cluster,
                                                                   tmp_path: Path) -> None:
-    dead = _start(cluster, tmp_path / "dead")
-    live = _start(cluster, tmp_path / "live")
-    try:
-        dead_ns, live_ns = _namespace_of(cluster, dead.pid), _namespace_of(cluster, live.pid)
-        os.killpg(dead.pid, signal.SIGKILL)
-        dead.wait(timeout=30)
-        reaped = subprocess.run([CLI, "--manifest", str(cluster.manifest(tmp_path)), "reap",
-                                 "site-k8s"], capture_output=True, text=True,
-                                env={**os.environ, **cluster.env}, timeout=300, check=False)
-        assert reaped.returncode == 0, reaped.stdout + reaped.stderr
+    with two_holders(lambda where: _start(cluster, where), tmp_path) as holders:
+        dead_ns = _namespace_of(cluster, holders.dead.pid)
+        live_ns = _namespace_of(cluster, holders.live.pid)
+        holders.kill_dead()
+        said = reap_site(cluster.manifest(tmp_path), "site-k8s", cluster.env)
         left = cluster.run_namespaces()
-        assert dead_ns not in left, f"the dead run's namespace is still there: {reaped.stdout}"
+        assert dead_ns not in left, f"the dead run's namespace is still there: {said}"
         assert live_ns in left, "the live run's namespace was touched"
-    finally:
-        for process in (dead, live):
-            if process.poll() is None:
-                os.killpg(process.pid, signal.SIGINT)
-        out = live.communicate(timeout=300)[0]
-        dead.communicate(timeout=30)
-    assert live_ns not in cluster.run_namespaces(), out[-3000:]
-
-
-def _closed_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
+    assert live_ns not in cluster.run_namespaces(), holders.live_output[-3000:]
 
 
 def _infra_in_seconds(cluster: Cluster, tmp_path: Path, env: dict[str, str], expected: str
                       ) -> None:
-    (tmp_path / "test_one.py").write_text(
-        "import pytest\n\n@pytest.mark.requires('submit')\ndef test_one(backend):\n"
-        "    raise AssertionError('must not run')\n")
     before = cluster.run_namespaces()
-    started = time.monotonic()
-    done = pytest_session([str(tmp_path / "test_one.py"), "--stack=site-k8s",
-                           f"--stack-manifest={cluster.manifest(tmp_path)}"], env=env,
-                          cwd=tmp_path)
-    took = time.monotonic() - started
-    out = done.stdout + done.stderr
-    assert done.returncode != 0 and "1 infra" in out.strip().splitlines()[-1], out[-3000:]
-    assert expected in out, out[-3000:]
-    assert took < 30, f"the preflight took {took:.0f}s"
+    infra_in_seconds(tmp_path, "site-k8s", cluster.manifest(tmp_path), env, expected)
     assert cluster.run_namespaces() == before, "a failed preflight created a namespace"
 
 
@@ -230,7 +178,7 @@ def test_an_unreachable_api_server_is_infra_in_seconds(cluster: Cluster, tmp_pat
     text = Path(cluster.env["SITE_KUBECONFIG"]).read_text()
     server = next(line for line in text.splitlines() if "server:" in line).split("server:")[1]
     broken = tmp_path / "kubeconfig"
-    broken.write_text(text.replace(server.strip(), f"https://127.0.0.1:{_closed_port()}"))
+    broken.write_text(text.replace(server.strip(), f"https://127.0.0.1:{closed_port()}"))
     _infra_in_seconds(cluster, tmp_path, {"SITE_KUBECONFIG": str(broken)},
                       "the API server is unreachable")
 

@@ -14,11 +14,7 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-import socket
 import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,9 +25,16 @@ from tests.faults.site_support import (
     CLI,
     ENGINE,
     REPO,
+    assert_whole_pass,
+    closed_port,
+    compose_exec,
+    infra_in_seconds,
     kept_stack,
     poll,
     pytest_session,
+    reap_site,
+    start_holder,
+    two_holders,
     write_manifest,
 )
 
@@ -60,18 +63,6 @@ stacks:
         known_hosts: {{env: SITE_KNOWN_HOSTS}}
       job_root: {job_root}
 """
-LONG_JOB = """
-import time
-import pytest
-from pytest_stacks.contract import JobSpec, submitted
-
-@pytest.mark.requires("submit")
-def test_holds_a_job(backend):
-    submitted(backend.submit([JobSpec(script="sleep 600\\n", name="held")]))
-    time.sleep(600)
-"""
-
-
 @dataclass
 class Site:
     project: str
@@ -79,13 +70,7 @@ class Site:
     route: dict[str, object]
 
     def login(self, *argv: str) -> subprocess.CompletedProcess[str]:
-        """A command on the login node over the engine, as root: what the site holds."""
-        container = subprocess.run(
-            ["docker", "ps", "-q", "--filter", f"label=com.docker.compose.project={self.project}",
-             "--filter", "label=com.docker.compose.service=login"],
-            capture_output=True, text=True, check=True).stdout.split()[0]
-        return subprocess.run(["docker", "exec", container, *argv], capture_output=True,
-                              text=True, timeout=60, check=False)
+        return compose_exec(self.project, "login", *argv)
 
     def run_folders(self) -> list[str]:
         listed = self.login("sh", "-c", f"cd {JOB_ROOT} && ls -1d pst-* 2>/dev/null || true")
@@ -148,11 +133,7 @@ def test_the_suites_pass_against_the_site_and_leave_it_as_it_was(site: Site,
     assert done.returncode == 0, out[-6000:]
     summary = out.strip().splitlines()[-1]
     assert " passed" in summary and "failed" not in summary and "infra" not in summary, summary
-    [row] = json.loads(results.read_text())["stacks"]
-    assert (row["provider"], row["observed"]["daemon"], row["verdict"]) == \
-        ("existing", "26.05.5", "pass"), row
-    offered = {name for name, c in row["capabilities"].items() if c["offered"]}
-    assert offered and all(row["capabilities"][c]["status"] == "pass" for c in offered), row
+    assert_whole_pass(results, "26.05.5")
     # The site afterwards: up, and nothing of the run on it.
     assert site.run_folders() == before, "the run's folder is still on the site"
     assert site.tagged_jobs() == {}, "a job of the run is still queued"
@@ -160,15 +141,7 @@ def test_the_suites_pass_against_the_site_and_leave_it_as_it_was(site: Site,
 
 
 def _start(site: Site, where: Path) -> subprocess.Popen[str]:
-    where.mkdir(parents=True, exist_ok=True)
-    (where / "test_hold.py").write_text(LONG_JOB)
-    (where / "pytest.ini").write_text("[pytest]\n")
-    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly",
-           str(where), "--stack=site-slurm", f"--stack-manifest={site.manifest(where)}",
-           "--stack-unproven=warn"]
-    return subprocess.Popen(cmd, cwd=where, env={**os.environ, **site.env}, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            start_new_session=True)
+    return start_holder(where, "site-slurm", site.manifest(where), site.env)
 
 
 def _run_of(site: Site, pid: int) -> str:
@@ -184,39 +157,20 @@ def _run_of(site: Site, pid: int) -> str:
 
 def test_a_killed_runs_objects_are_reaped_and_a_live_runs_are_not(site: Site,
                                                                   tmp_path: Path) -> None:
-    dead = _start(site, tmp_path / "dead")
-    live = _start(site, tmp_path / "live")
-    try:
-        dead_run, live_run = _run_of(site, dead.pid), _run_of(site, live.pid)
-        os.killpg(dead.pid, signal.SIGKILL)
-        dead.wait(timeout=30)
-        reaped = subprocess.run(
-            [CLI, "--manifest",
-             str(site.manifest(tmp_path)), "reap", "site-slurm"], capture_output=True,
-            text=True, env={**os.environ, **site.env}, timeout=180, check=False)
-        assert reaped.returncode == 0, reaped.stdout + reaped.stderr
-        assert f"removed run {dead_run}'s objects on site-slurm" in reaped.stdout, reaped.stdout
-        assert live_run not in reaped.stdout
+    with two_holders(lambda where: _start(site, where), tmp_path) as holders:
+        dead_run, live_run = _run_of(site, holders.dead.pid), _run_of(site, holders.live.pid)
+        holders.kill_dead()
+        said = reap_site(site.manifest(tmp_path), "site-slurm", site.env)
+        assert f"removed run {dead_run}'s objects on site-slurm" in said, said
+        assert live_run not in said
         jobs = site.tagged_jobs()
         assert dead_run not in jobs.values(), f"the dead run's job is still queued: {jobs}"
         assert f"pst-{dead_run}" not in site.run_folders()
         assert live_run in jobs.values(), "the live run's job was touched"
         assert f"pst-{live_run}" in site.run_folders(), "the live run's folder was touched"
-    finally:
-        for process in (dead, live):
-            if process.poll() is None:
-                os.killpg(process.pid, signal.SIGINT)  # a user's Ctrl-C: the run ends itself
-        out = live.communicate(timeout=300)[0]
-        dead.communicate(timeout=30)
     # The live run's own end (after Ctrl-C) removed its objects and proved it.
-    assert live_run not in site.tagged_jobs().values(), out[-3000:]
-    assert f"pst-{live_run}" not in site.run_folders(), out[-3000:]
-
-
-def _closed_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
+    assert live_run not in site.tagged_jobs().values(), holders.live_output[-3000:]
+    assert f"pst-{live_run}" not in site.run_folders(), holders.live_output[-3000:]
 
 
 def _swapped_host_keys(site: Site, where: Path) -> str:
@@ -242,19 +196,7 @@ def test_a_site_that_fails_its_preflight_is_infra_in_seconds_and_gets_nothing(
         env["SITE_KNOWN_HOSTS"] = _swapped_host_keys(site, tmp_path)
         expected = "host key"
     else:
-        env["SITE_JUMP_PORT"], expected = str(_closed_port()), "cannot be reached"
-    (tmp_path / "test_one.py").write_text(
-        "import pytest\n\n@pytest.mark.requires('submit')\ndef test_one(backend):\n"
-        "    raise AssertionError('must not run')\n")
+        env["SITE_JUMP_PORT"], expected = str(closed_port()), "cannot be reached"
     before = site.run_folders()
-    started = time.monotonic()
-    done = pytest_session([str(tmp_path / "test_one.py"), "--stack=site-slurm",
-                           f"--stack-manifest={site.manifest(tmp_path, versions)}"],
-                          env=env, cwd=tmp_path)
-    took = time.monotonic() - started
-    out = done.stdout + done.stderr
-    assert done.returncode != 0 and "1 infra" in out.strip().splitlines()[-1], out[-3000:]
-    assert expected in out, out[-3000:]
-    assert "must not run" not in out
-    assert took < 30, f"the preflight took {took:.0f}s"
+    infra_in_seconds(tmp_path, "site-slurm", site.manifest(tmp_path, versions), env, expected)
     assert site.run_folders() == before, "a failed preflight created something on the site"

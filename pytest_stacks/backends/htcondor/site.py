@@ -20,12 +20,10 @@ from pytest_stacks.backends.htcondor.remote_cli import RUN_ATTRIBUTE, RemoteCliS
 from pytest_stacks.contract import JobClient
 from pytest_stacks.errors import BackendCallError, InfrastructureError
 from pytest_stacks.manifest import Stack
-from pytest_stacks.polling import poll_until
 from pytest_stacks.transports import Transport
 
 TOOLS = ("condor_submit", "condor_q", "condor_rm", "condor_history", "condor_transfer_data",
          "condor_status", "condor_version")
-END_TIMEOUT = 60.0
 REMOVED = "3"
 
 
@@ -33,7 +31,7 @@ def run_constraint(run_id: str) -> str:
     return f'{RUN_ATTRIBUTE.removeprefix("MY.")} == "{run_id}"'
 
 
-class HTCondorSite:
+class HTCondorSite(site_folders.FolderSite):
     def check(self, stack: Stack, transport: Transport | None,
               endpoints: Mapping[str, str]) -> dict[str, str]:
         channel = site_folders.need(transport, stack)
@@ -66,11 +64,6 @@ class HTCondorSite:
         site_folders.check_root(stack, channel, endpoints)
         return {"htcondor_version": observed}
 
-    def open_run(self, stack: Stack, transport: Transport | None,
-                 endpoints: Mapping[str, str], run_id: str, owner_record: str) -> None:
-        site_folders.open_run(site_folders.need(transport, stack), endpoints, run_id,
-                              owner_record)
-
     def client(self, stack: Stack, transport: Transport | None,
                endpoints: Mapping[str, str], run_dir: Path) -> JobClient:
         schedd = RemoteCliSchedd(site_folders.need(transport, stack),
@@ -79,35 +72,23 @@ class HTCondorSite:
                                  run_tag=run_dir.name)
         return HTCondorClient(schedd, stack, run_dir)
 
-    def runs(self, stack: Stack, transport: Transport | None,
-             endpoints: Mapping[str, str]) -> dict[str, str]:
-        return site_folders.runs(site_folders.need(transport, stack), endpoints)
-
     def remove_run(self, stack: Stack, transport: Transport | None,
                    endpoints: Mapping[str, str], run_id: str) -> list[str]:
         """The run's jobs removed from the queue (``condor_rm``, then ``-forcex`` for those
         the schedd keeps in the removed state) and gone from ``condor_q``; then its folder."""
         channel = site_folders.need(transport, stack)
         constraint = run_constraint(run_id)
-        left = []
-        try:
-            if _run_jobs(channel, constraint):
-                channel.run(["condor_rm", "-constraint", constraint], timeout=30)
 
-                def gone() -> dict[str, str]:
-                    jobs = _run_jobs(channel, constraint)
-                    if REMOVED in jobs.values():
-                        channel.run(["condor_rm", "-forcex", "-constraint",
-                                     f"{constraint} && JobStatus == {REMOVED}"], timeout=30)
-                    return jobs
+        def listed() -> dict[str, str]:
+            jobs = _run_jobs(channel, constraint)
+            if REMOVED in jobs.values():  # kept in the removed state: take them out
+                channel.run(["condor_rm", "-forcex", "-constraint",
+                             f"{constraint} && JobStatus == {REMOVED}"], timeout=30)
+            return jobs
 
-                poll_until(gone, lambda jobs: not jobs, timeout=END_TIMEOUT, interval=1.0,
-                           first_interval=0.2)
-        except TimeoutError:
-            left.append(f"jobs {' '.join(_run_jobs(channel, constraint))} of run {run_id} are "
-                        f"still in condor_q {END_TIMEOUT:.0f}s after condor_rm")
-        except BackendCallError as exc:
-            left.append(f"the run's jobs could not be listed: {exc}")
+        left = site_folders.end_jobs(
+            run_id, listed, lambda: channel.run(["condor_rm", "-constraint", constraint],
+                                                timeout=30), queue="condor_q")
         return left + site_folders.remove(channel, endpoints, run_id)
 
 

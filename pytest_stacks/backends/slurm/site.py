@@ -18,15 +18,13 @@ from pytest_stacks.backends.slurm.driver import SlurmClient, run_comment
 from pytest_stacks.contract import JobClient
 from pytest_stacks.errors import BackendCallError, InfrastructureError
 from pytest_stacks.manifest import Stack
-from pytest_stacks.polling import poll_until
 from pytest_stacks.transports import Transport
 
 TOOLS = ("sbatch", "squeue", "scancel", "sinfo", "scontrol")
 FREE_STATES = frozenset({"idle", "mix"})
-END_TIMEOUT = 60.0
 
 
-class SlurmSite:
+class SlurmSite(site_folders.FolderSite):
     def check(self, stack: Stack, transport: Transport | None,
               endpoints: Mapping[str, str]) -> dict[str, str]:
         channel = site_folders.need(transport, stack)
@@ -55,11 +53,6 @@ class SlurmSite:
         site_folders.check_root(stack, channel, endpoints)
         return {"slurm_version": observed}
 
-    def open_run(self, stack: Stack, transport: Transport | None,
-                 endpoints: Mapping[str, str], run_id: str, owner_record: str) -> None:
-        site_folders.open_run(site_folders.need(transport, stack), endpoints, run_id,
-                              owner_record)
-
     def client(self, stack: Stack, transport: Transport | None,
                endpoints: Mapping[str, str], run_dir: Path) -> JobClient:
         return SlurmClient(site_folders.need(transport, stack), stack.name,
@@ -68,28 +61,16 @@ class SlurmSite:
                            completion_user=str(stack.options.get("completion_user", "slurm")),
                            run_tag=run_dir.name)
 
-    def runs(self, stack: Stack, transport: Transport | None,
-             endpoints: Mapping[str, str]) -> dict[str, str]:
-        return site_folders.runs(site_folders.need(transport, stack), endpoints)
-
     def remove_run(self, stack: Stack, transport: Transport | None,
                    endpoints: Mapping[str, str], run_id: str) -> list[str]:
         """The run's queued and running jobs cancelled and gone from ``squeue``, then its
         folder removed; each looked for again."""
         channel = site_folders.need(transport, stack)
         user = endpoints[site_folders.LOGIN_USER]
-        left = []
-        try:
-            jobs = _run_jobs(channel, user, run_id)
-            if jobs:
-                channel.run(["scancel", *jobs], timeout=30)
-                poll_until(lambda: _run_jobs(channel, user, run_id), lambda found: not found,
-                           timeout=END_TIMEOUT, interval=0.5, first_interval=0.1)
-        except TimeoutError:
-            left.append(f"jobs {' '.join(_run_jobs(channel, user, run_id))} of run {run_id} "
-                        f"are still in squeue {END_TIMEOUT:.0f}s after scancel")
-        except BackendCallError as exc:
-            left.append(f"the run's jobs could not be listed: {exc}")
+        left = site_folders.end_jobs(
+            run_id, lambda: _run_jobs(channel, user, run_id),
+            lambda: channel.run(["scancel", *_run_jobs(channel, user, run_id)], timeout=30),
+            queue="squeue")
         return left + site_folders.remove(channel, endpoints, run_id)
 
 
