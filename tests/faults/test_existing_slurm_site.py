@@ -5,8 +5,8 @@ user project's manifest with ``provider: existing`` (route and key from environm
 Proven here, by looking at the site itself (``docker exec`` into its login node, the trusted
 channel, never our client's memory): the contract and backend suites pass against it; afterwards
 the cluster is still up and holds nothing of the run; a SIGKILLed run's jobs and folder are
-reaped by ``pytest-stacks reap NAME`` while a live run's are untouched (and removed by its own
-end); a version outside the range, a wrong host key and an unreachable host are infrastructure
+reaped by the next run on the site (after which ``pytest-stacks reap NAME`` finds nothing)
+while a live run's are untouched (and removed by its own end); a version outside the range, a wrong host key and an unreachable host are infrastructure
 errors in seconds that create nothing.
 """
 
@@ -63,6 +63,18 @@ stacks:
         known_hosts: {{env: SITE_KNOWN_HOSTS}}
       job_root: {job_root}
 """
+NEXT_RUN = """
+import pytest
+from pytest_stacks.contract import JobSpec, JobState, submitted, wait_for
+
+@pytest.mark.requires("submit", "status")
+def test_a_job_runs(backend, stack):
+    [job] = submitted(backend.submit([JobSpec(script="true\\n")]))
+    [status] = wait_for(backend, [job], timeout=stack.timeouts.job)
+    assert status.state is JobState.COMPLETED, status
+"""
+
+
 @dataclass
 class Site:
     project: str
@@ -160,9 +172,14 @@ def test_a_killed_runs_objects_are_reaped_and_a_live_runs_are_not(site: Site,
     with two_holders(lambda where: _start(site, where), tmp_path) as holders:
         dead_run, live_run = _run_of(site, holders.dead.pid), _run_of(site, holders.live.pid)
         holders.kill_dead()
+        # The next run on the site reaps the dead one's objects as it attaches.
+        (tmp_path / "test_next.py").write_text(NEXT_RUN)
+        after = pytest_session([str(tmp_path / "test_next.py"), "--stack=site-slurm",
+                                f"--stack-manifest={site.manifest(tmp_path)}",
+                                "--stack-unproven=warn"], env=site.env, cwd=tmp_path)
+        assert after.returncode == 0, (after.stdout + after.stderr)[-3000:]
         said = reap_site(site.manifest(tmp_path), "site-slurm", site.env)
-        assert f"removed run {dead_run}'s objects on site-slurm" in said, said
-        assert live_run not in said
+        assert "nothing to reap" in said, f"the next run left the dead one's: {said}"
         jobs = site.tagged_jobs()
         assert dead_run not in jobs.values(), f"the dead run's job is still queued: {jobs}"
         assert f"pst-{dead_run}" not in site.run_folders()
