@@ -8,6 +8,7 @@ installation also brings up real stacks from the packaged catalogue.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -36,8 +37,10 @@ class Installed:
     venv: Path
     root: Path
 
-    def run(self, *argv: str, cwd: Path, timeout: float = 900) -> subprocess.CompletedProcess[str]:
+    def run(self, *argv: str, cwd: Path, timeout: float = 900,
+            extra_env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
         env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH")}
+        env.update(extra_env or {})
         env["PATH"] = f"{self.venv / 'bin'}:{env.get('PATH', '')}"
         return subprocess.run([str(self.venv / "bin" / argv[0]), *argv[1:]], cwd=cwd, env=env,
                               capture_output=True, text=True, timeout=timeout, check=False)
@@ -129,3 +132,54 @@ def test_real_stacks_from_the_packaged_catalogue(installed: Installed) -> None:
     assert ran.returncode == 0, ran.stdout[-4000:] + ran.stderr[-2000:]
     assert "8 passed" in ran.stdout
     assert "site-slurm (slurm 24.11.5, compose): daemon 24.11.5" in ran.stdout
+
+
+SITE_MANIFEST = """
+version: 1
+catalogue: {version: "0.1", use: []}
+stacks:
+  - name: our-site
+    backend: slurm
+    version: "26.05.5"
+    provider: existing
+    transport: ssh
+    configuration: site
+    capabilities: [submit, status, execution]
+    lanes: [site]
+    existing:
+      versions: ">=24.11"
+      job_root: /work/jobs
+      ssh:
+        login: {host: 127.0.0.1, port: {env: SITE_PORT}, user: submitter}
+        key: {env: SITE_SSH_KEY}
+        known_hosts: {env: SITE_KNOWN_HOSTS}
+"""
+
+
+@pytest.mark.skipif(not _docker(), reason="no Docker engine: no stack to stand for a site")
+def test_an_existing_site_from_the_wheel(installed: Installed, tmp_path: Path) -> None:
+    """A user project declares an existing Slurm (here the catalogue's cluster, kept by the
+    installed `pytest-stacks up`) and runs its own test against it from the wheel."""
+    home = tmp_path / "runs"
+    home.mkdir()
+    keep_env = {**os.environ, "TMPDIR": str(home)}
+    cli = str(installed.venv / "bin" / "pytest-stacks")
+    up = subprocess.run([cli, "up", "slurm-26.05-cluster-ssh"], capture_output=True, text=True,
+                        env=keep_env, timeout=1200, check=False)
+    assert up.returncode == 0, up.stderr[-3000:]
+    try:
+        route = json.loads(json.loads(up.stdout)["ssh"])
+        project = _user_project(installed, "site-project")
+        (project / "manifest.yaml").write_text(SITE_MANIFEST)
+        ran = installed.run("pytest", "--stack=our-site", "-q", "-p", "no:cacheprovider",
+                            "--stack-unproven=warn", cwd=project, extra_env={
+                                "SITE_PORT": str(route["hops"][0]["port"]),
+                                "SITE_SSH_KEY": route["key"],
+                                "SITE_KNOWN_HOSTS": route["known_hosts"], "TMPDIR": str(home)})
+        assert ran.returncode == 0, ran.stdout[-4000:] + ran.stderr[-2000:]
+        assert "our-site (slurm 26.05.5, existing): daemon 26.05.5" in ran.stdout
+        assert "1 passed" in ran.stdout
+    finally:
+        down = subprocess.run([cli, "down", "slurm-26.05-cluster-ssh"], capture_output=True,
+                              text=True, env=keep_env, timeout=600, check=False)
+        assert down.returncode == 0, down.stdout + down.stderr
