@@ -6,8 +6,9 @@ Proven here, by looking at the site itself (``docker exec`` into its login node,
 channel, never our client's memory): the contract and backend suites pass against it; afterwards
 the cluster is still up and holds nothing of the run; a SIGKILLed run's jobs and folder are
 reaped by the next run on the site (after which ``pytest-stacks reap NAME`` finds nothing)
-while a live run's are untouched (and removed by its own end); a version outside the range, a wrong host key and an unreachable host are infrastructure
-errors in seconds that create nothing.
+while a live run's are untouched (and removed by its own end); a version outside the range, a
+wrong host key and an unreachable host are infrastructure errors in seconds that create
+nothing.
 """
 
 from __future__ import annotations
