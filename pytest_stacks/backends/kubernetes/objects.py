@@ -176,7 +176,10 @@ def _sshd_worker(template: Obj) -> Obj:
     [container] = worker["containers"]
     container["command"] = list(SSHD)
     container.pop("args", None)
-    container["readinessProbe"] = {"tcpSocket": {"port": 22}, "periodSeconds": 1}
+    # Every 3 s, not every second: workers of finished MPIJobs stay up (cleanPodPolicy None)
+    # and OpenSSH 10 execs an sshd-session per probe connection; at 1 s, ~40 idle workers
+    # late in a suite drove a 2-core host to a load of 300 (a cold window, kind).
+    container["readinessProbe"] = {"tcpSocket": {"port": 22}, "periodSeconds": 3}
     return worker
 
 
