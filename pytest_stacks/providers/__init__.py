@@ -8,7 +8,7 @@ from typing import cast
 from pytest_stacks import registry
 from pytest_stacks.errors import InfrastructureError
 from pytest_stacks.manifest import Stack
-from pytest_stacks.providers.base import FakeFactory, Provider, StackAdapter
+from pytest_stacks.providers.base import FakeFactory, Provider, SiteAdapter, StackAdapter
 
 
 def provider_for(stack: Stack) -> Provider:
@@ -22,6 +22,15 @@ def stack_adapter(stack: Stack) -> StackAdapter:
         raise InfrastructureError(stack.name, f"pytest-stacks cannot run {stack.backend} "
                                   f"stacks in containers yet. Select another stack.")
     return cast(StackAdapter, registry.resolve(target)())
+
+
+def site_adapter(stack: Stack) -> SiteAdapter:
+    """The backend's half of an existing deployment, or an infrastructure error."""
+    target = registry.BACKENDS[stack.backend].site_adapter
+    if target is None:
+        raise InfrastructureError(stack.name, f"pytest-stacks cannot attach to an existing "
+                                              f"{stack.backend} deployment yet")
+    return cast(SiteAdapter, registry.resolve(target)())
 
 
 def fake_factory(stack: Stack) -> FakeFactory:

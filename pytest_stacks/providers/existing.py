@@ -15,13 +15,12 @@ import contextlib
 import time
 from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass
-from typing import cast
 
-from pytest_stacks import places, registry
+from pytest_stacks import places
 from pytest_stacks.errors import BackendCallError, InfrastructureError, StacksError
 from pytest_stacks.gobuild import GoModuleBuild
 from pytest_stacks.manifest import Stack
-from pytest_stacks.providers import site_route, ssh_access
+from pytest_stacks.providers import site_adapter, site_route, ssh_access
 from pytest_stacks.providers.base import Attached, RunContext, SiteAdapter, StackInfo
 from pytest_stacks.providers.site_owners import RunOwner, is_dead
 from pytest_stacks.transports import Transport
@@ -30,14 +29,6 @@ from pytest_stacks.transports import Transport
 PREFLIGHT_TIMEOUT = 30.0
 SITE_LOGS = ("(an existing deployment's daemon logs belong to the site; ask its admins, or "
              "read the job's own output above)")
-
-
-def site_adapter(stack: Stack) -> SiteAdapter:
-    target = registry.BACKENDS[stack.backend].site_adapter
-    if target is None:
-        raise InfrastructureError(stack.name, f"pytest-stacks cannot attach to an existing "
-                                              f"{stack.backend} deployment yet")
-    return cast(SiteAdapter, registry.resolve(target)())
 
 
 @dataclass

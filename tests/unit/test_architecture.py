@@ -14,9 +14,8 @@ import pytest
 
 from pytest_stacks import registry
 from pytest_stacks.manifest import loads
-from pytest_stacks.providers import fake_factory, provider_for, stack_adapter
+from pytest_stacks.providers import fake_factory, provider_for, site_adapter, stack_adapter
 from pytest_stacks.providers.base import Provider, SiteAdapter, StackAdapter
-from pytest_stacks.providers.existing import site_adapter
 
 REPO = Path(__file__).resolve().parents[2]
 PACKAGE = REPO / "pytest_stacks"
