@@ -5,6 +5,8 @@ from __future__ import annotations
 import fnmatch
 from collections.abc import Iterable, Sequence
 
+from packaging.version import Version
+
 from pytest_stacks.errors import UnknownStackError
 from pytest_stacks.manifest import Manifest, Stack
 from pytest_stacks.suggest import closest, did_you_mean
@@ -54,9 +56,15 @@ def unknown_capabilities(manifest: Manifest, named: Iterable[str]) -> list[tuple
     return out
 
 
-def version_matches(stack: Stack, specifier: str, backend: str | None = None) -> bool:
-    """True when ``stack`` is of ``backend`` (if given) and its version is in ``specifier``."""
+def version_matches(stack: Stack, specifier: str, backend: str | None = None,
+                    component: str | None = None) -> bool:
+    """True when ``stack`` is of ``backend`` (if given) and its version, or the pinned version
+    of ``component`` (the MPI Operator's ``kubernetes``), is in ``specifier``. A stack that
+    pins no such component matches nothing: what it runs is not known before it is up."""
     if backend is not None and stack.backend != backend:
         return False
-    return stack.parsed_version in parse_specifier(specifier)
+    if component is None:
+        return stack.parsed_version in parse_specifier(specifier)
+    version = stack.components.get(component)
+    return version is not None and Version(version) in parse_specifier(specifier)
 

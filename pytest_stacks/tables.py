@@ -23,7 +23,8 @@ def stacks_table(manifest: Manifest) -> str:
         table.add_column(column)
     for stack in manifest.stacks:
         lanes = [*stack.lanes, *(["canary"] if stack.canary else [])]
-        table.add_row(stack.name, stack.backend, stack.version, stack.role, stack.provider,
+        version = " ".join([stack.version, *(f"({c} {v})" for c, v in stack.components.items())])
+        table.add_row(stack.name, stack.backend, version, stack.role, stack.provider,
                       ",".join(lanes) or "-", " ".join(sorted(stack.capabilities)))
     return _render(table)
 
@@ -41,6 +42,8 @@ def stack_details(stack: Stack, origins: Mapping[str, str] | None = None) -> str
         f"description:   {stack.description or '-'}",
         f"backend:       {stack.backend}",
         f"version:       {stack.version} ({stack.role})",
+        *(f"{component + ':':<15}{version} ({stack.component_roles.get(component, '-')})"
+          for component, version in stack.components.items()),
         f"provider:      {stack.provider}",
         f"transport:     {stack.transport}",
         f"configuration: {stack.configuration}",

@@ -43,25 +43,34 @@ def lane_stacks(manifest: Manifest, lane: str) -> list[Stack]:
 
 
 def pr_lane_problems(manifest: Manifest) -> list[str]:
-    """Per backend with real stacks, the pr lane must hold its leading edge and its anchor."""
+    """Per backend with real stacks, the pr lane must hold its leading edge and its anchor,
+    and those of each component's window (the MPI Operator's Kubernetes)."""
     problems = []
     in_pr = {s.name for s in lane_stacks(manifest, "pr")}
     for backend in manifest.backends.values():
         real = [s for s in manifest.stacks if s.backend == backend.name and not s.is_fake]
         if not real:
             continue
-        for what, edge in (("leading edge", backend.window.leading_edge),
-                           ("anchor", backend.window.anchor)):
-            at_edge = [s.name for s in real if in_series(s.version, edge)]
-            if not at_edge:
-                problems.append(
-                    f"backend {backend.name!r} has no stack at its {what} {edge} (window "
-                    f"{backend.window.anchor}..{backend.window.leading_edge}): add one, or move "
-                    f"backends.{backend.name}.window.")
-            elif not in_pr.intersection(at_edge):
-                problems.append(
-                    f"the pr lane misses the {what} {edge} of backend {backend.name!r}: add 'pr' "
-                    f"to the lanes of one of: {', '.join(at_edge)}.")
+        windows = [("", "window", backend.window, {s.name: s.version for s in real})]
+        windows += [(f"{component} ", f"components.{component}", window,
+                     {s.name: s.components[component] for s in real
+                      if component in s.components})
+                    for component, window in backend.components.items()]
+        for label, field, window, versions in windows:
+            for what, edge in (("leading edge", window.leading_edge),
+                               ("anchor", window.anchor)):
+                at_edge = [name for name, version in versions.items()
+                           if in_series(version, edge)]
+                if not at_edge:
+                    problems.append(
+                        f"backend {backend.name!r} has no stack at its {label}{what} {edge} "
+                        f"(window {window.anchor}..{window.leading_edge}): add one, or move "
+                        f"backends.{backend.name}.{field}.")
+                elif not in_pr.intersection(at_edge):
+                    problems.append(
+                        f"the pr lane misses the {label}{what} {edge} of backend "
+                        f"{backend.name!r}: add 'pr' to the lanes of one of: "
+                        f"{', '.join(at_edge)}.")
     return problems
 
 
@@ -113,6 +122,8 @@ def row(stack: Stack, lane: str, tests: str = "") -> dict[str, Any]:
         "backend": stack.backend,
         "version": stack.version,
         "role": stack.role,
+        "components": {c: {"version": v, "role": stack.component_roles.get(c, "")}
+                       for c, v in stack.components.items()},
         "provider": stack.provider,
         "transport": stack.transport,
         "configuration": stack.configuration,

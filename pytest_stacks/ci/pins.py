@@ -31,6 +31,7 @@ from urllib.parse import parse_qs, urlsplit
 import yaml
 
 from pytest_stacks.manifest import Manifest, Stack
+from pytest_stacks.manifest.build import COMPONENT_PINS
 
 LEADING_EDGE = "leading-edge"
 UNTRACKED = "untracked"
@@ -242,6 +243,18 @@ def pins_by_stack(manifest: Manifest, text: str | None = None
     return found
 
 
+def _governing(stack: Stack, where: str) -> tuple[str, str, str]:
+    """Which window moves a pin: a component's pin (K8S_VERSION, a kind node image) follows
+    the stack's place in that component's window, every other pin the backend's. Returns
+    (the axis in words, the stack's role on it, the manifest field of that window)."""
+    for component, arg in COMPONENT_PINS.items():
+        if component in stack.component_roles and (where.endswith("." + arg)
+                                                   or where == "kind.node_image"):
+            return (f"{stack.backend} {component}", stack.component_roles[component],
+                    f"backends.{stack.backend}.components.{component}")
+    return stack.backend, stack.role, f"backends.{stack.backend}.window"
+
+
 def pin_problems(manifest: Manifest, text: str | None = None) -> list[str]:
     """Pins Renovate cannot track, or would move the wrong way; one line each."""
     notes, spans, pins = _collect(manifest, text)
@@ -264,20 +277,20 @@ def pin_problems(manifest: Manifest, text: str | None = None) -> list[str]:
                 f"above it.")
     for span in spans:
         stack = span.stack
-        leading = stack.role == LEADING_EDGE
         for pin in (p for p in pins if p.stack == stack.name and p.where != "version"):
             dep_type = pin.annotation.fields.get("depType") if pin.annotation else None
-            if leading and dep_type != LEADING_EDGE:
+            axis, role, window = _governing(stack, pin.where)
+            if role == LEADING_EDGE and dep_type != LEADING_EDGE:
                 problem(
                     pin.line, f"stacks[{stack.name}].{pin.where}: the stack is the "
-                    f"{stack.backend} leading edge, so its pin must follow upstream: add "
+                    f"{axis} leading edge, so its pin must follow upstream: add "
                     f"'depType=leading-edge' to its '# renovate:' comment (for an image: a "
                     f"'# renovate: depType=leading-edge' line above it).")
-            if not leading and dep_type == LEADING_EDGE:
+            if role != LEADING_EDGE and dep_type == LEADING_EDGE:
                 problem(
                     pin.line, f"stacks[{stack.name}].{pin.where}: marked "
-                    f"depType=leading-edge, but the stack's role is {stack.role}: remove the "
-                    f"marker (or move backends.{stack.backend}.window).")
+                    f"depType=leading-edge, but the stack's role is {role} ({axis}): remove "
+                    f"the marker (or move {window}).")
         suite = stack.compose.build_args.get("DEBIAN_SUITE") if stack.compose else None
         for pin in pins:
             deb = pin.annotation

@@ -19,18 +19,54 @@ from pytest_stacks.manifest.model import (
     Timeouts,
     Window,
 )
-from pytest_stacks.versions import role
+from pytest_stacks.versions import Role, role
+
+#: A component beside the backend (``Backend.components``) and the build argument that pins
+#: it, in the stack's compose project or its kind node image; a kind node image from a
+#: registry pins Kubernetes by its tag.
+COMPONENT_PINS = {"kubernetes": "K8S_VERSION"}
+
+
+def component_pins(raw: dict[str, Any]) -> dict[str, str]:
+    """The components a raw stack pins, by component: its own pins, without the ``v``."""
+    kind = raw.get("kind") or {}
+    args = {**(raw.get("compose") or {}).get("build_args", {}),
+            **(kind.get("node_build") or {}).get("build_args", {})}
+    found = {component: str(args[arg]).lstrip("v")
+             for component, arg in COMPONENT_PINS.items() if arg in args}
+    if "node_image" in kind:
+        found.setdefault("kubernetes", str(kind["node_image"]["tag"]).lstrip("v"))
+    return found
+
+
+def _components(raw: dict[str, Any], backend: Backend) -> tuple[dict[str, str],
+                                                                dict[str, Role]]:
+    """A stack's components: written ones (a fake says what it answers as) under its pins
+    (the reference pass refuses a written version its pin contradicts). A pin is a component
+    only where the backend has a window for it (K8S_VERSION is a mere build argument
+    elsewhere)."""
+    pinned = {c: v for c, v in component_pins(raw).items() if c in backend.components}
+    versions = {**raw.get("components", {}), **pinned}
+    roles = {name: role(version, backend.components[name].anchor,
+                        backend.components[name].leading_edge)
+             for name, version in versions.items() if name in backend.components}
+    return versions, roles
+
+
+def _backends(data: dict[str, Any]) -> dict[str, Backend]:
+    return {name: Backend(name=name, window=Window(**raw["window"]),
+                          description=raw.get("description", ""),
+                          components={c: Window(**w)
+                                      for c, w in raw.get("components", {}).items()})
+            for name, raw in data["backends"].items()}
 
 
 def build(data: dict[str, Any], path: Path) -> Manifest:
-    backends = {
-        name: Backend(name=name, window=Window(**raw["window"]),
-                      description=raw.get("description", ""))
-        for name, raw in data["backends"].items()
-    }
+    backends = _backends(data)
     stacks = []
     for raw in data["stacks"]:
         window = backends[raw["backend"]].window
+        components, component_roles = _components(raw, backends[raw["backend"]])
         compose = raw.get("compose")
         kind = raw.get("kind")
         canary = raw.get("canary")
@@ -77,6 +113,8 @@ def build(data: dict[str, Any], path: Path) -> Manifest:
             existing=_existing(raw.get("existing")),
             options=dict(raw.get("options", {})),
             timeouts=Timeouts(**raw.get("timeouts", {})),
+            components=components,
+            component_roles=component_roles,
         ))
     return Manifest(path=path.resolve(), capabilities=dict(data["capabilities"]),
                     backends=backends, stacks=tuple(stacks))

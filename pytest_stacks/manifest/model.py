@@ -44,9 +44,13 @@ class Window:
 
 @dataclass(frozen=True)
 class Backend:
+    """``components``: the window of each component a stack of this backend pins beside the
+    backend itself (the MPI Operator's Kubernetes), by component name."""
+
     name: str
     window: Window
     description: str = ""
+    components: Mapping[str, Window] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -174,6 +178,10 @@ class Stack:
     existing: ExistingSpec | None = None
     options: Mapping[str, Any] = field(default_factory=dict)
     timeouts: Timeouts = field(default_factory=Timeouts)
+    #: The pinned version of each component beside the backend's own (``COMPONENT_PINS``),
+    #: and its place in the backend's window for that component.
+    components: Mapping[str, str] = field(default_factory=dict)
+    component_roles: Mapping[str, Role] = field(default_factory=dict)
 
     @property
     def parsed_version(self) -> Version:

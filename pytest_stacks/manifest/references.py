@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_stacks import registry
+from pytest_stacks.manifest.build import component_pins
 from pytest_stacks.manifest.positions import Positions
 from pytest_stacks.suggest import did_you_mean
 from pytest_stacks.versions import parse_specifier, release, series_after
@@ -48,11 +49,40 @@ def reference_problems(data: dict[str, Any], positions: Positions,
 
 def _window_problems(backends: Mapping[str, Any], at: _Locator) -> Iterable[str]:
     for name, backend in backends.items():
-        window = backend["window"]
-        if release(window["anchor"]) > release(window["leading_edge"]):
-            yield (f"{at('backends', name, 'window', 'anchor')}: anchor {window['anchor']!r} is "
-                   f"newer than leading_edge {window['leading_edge']!r}. The anchor is the oldest "
-                   f"supported version: swap them or fix the newer one.")
+        windows = [(("window",), backend["window"])]
+        windows += [(("components", c), w) for c, w in backend.get("components", {}).items()]
+        for where, window in windows:
+            if release(window["anchor"]) > release(window["leading_edge"]):
+                yield (f"{at('backends', name, *where, 'anchor')}: anchor "
+                       f"{window['anchor']!r} is newer than leading_edge "
+                       f"{window['leading_edge']!r}. The anchor is the oldest supported "
+                       f"version: swap them or fix the newer one.")
+
+
+def _component_problems(index: int, stack: dict[str, Any], backend: dict[str, Any],
+                        at: _Locator) -> Iterable[str]:
+    """A component a stack names needs its window under the backend; a written version must
+    agree with the pin, and no pin may be past the leading edge."""
+    windows = backend.get("components", {})
+    pinned = {c: v for c, v in component_pins(stack).items() if c in windows}
+    written = stack.get("components", {})
+    for component, version in {**written, **pinned}.items():
+        where = ("components", component) if component in written else ("version",)
+        if component not in windows:
+            yield (f"{at('stacks', index, *where)}: the stack names {component} {version}, "
+                   f"but backends.{stack['backend']}.components has no {component!r} window. "
+                   f"Declare it there ({component}: {{anchor: ..., leading_edge: ...}}), or "
+                   f"remove it.")
+            continue
+        if component in written and component in pinned and written[component] != version:
+            yield (f"{at('stacks', index, 'components', component)}: {written[component]!r} "
+                   f"contradicts the stack's own pin {version!r}. Remove components."
+                   f"{component} (the pin says it), or make them agree.")
+        edge = windows[component]["leading_edge"]
+        if stack["provider"] != "fake" and series_after(version, edge):
+            yield (f"{at('stacks', index, *where)}: {component} {version!r} is newer than "
+                   f"the window's leading_edge {edge!r}. Move backends.{stack['backend']}"
+                   f".components.{component}.leading_edge.")
 
 
 def _stack_problems(data: dict[str, Any], index: int, stack: dict[str, Any], at: _Locator,
@@ -80,6 +110,8 @@ def _stack_problems(data: dict[str, Any], index: int, stack: dict[str, Any], at:
             yield (f"{at('stacks', index, 'version')}: {stack['version']!r} is newer than the "
                    f"{backend} window's leading_edge {window['leading_edge']!r}. Move the "
                    f"leading edge in backends.{backend}.window.")
+    if backend in backends:
+        yield from _component_problems(index, stack, backends[backend], at)
     compose = stack.get("compose")
     if compose is not None:
         directory = path.parent / compose["directory"]

@@ -37,8 +37,9 @@ from pytest_stacks.selection import select
 MARKERS = (
     "requires(*capabilities): run only on stacks that offer every capability; skipped "
     "elsewhere, with the missing capabilities named.",
-    "stack_version(specifier, backend=None): run only where the stack's version matches the "
-    "PEP 440 specifier (and its backend, if given).",
+    "stack_version(specifier, backend=None, component=None): run only where the stack's "
+    "version (or the pinned version of component, e.g. 'kubernetes') matches the PEP 440 "
+    "specifier (and its backend, if given).",
     "for_backend(*backends): the test is about these backends only; it is deselected (not "
     "skipped) on stacks of other backends.",
     "for_transport(*transports): the test is about these transports only (ssh, local, "

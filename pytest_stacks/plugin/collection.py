@@ -132,9 +132,12 @@ def _skip_reason(item: pytest.Item, stack: Stack) -> str | None:
     if missing:
         return f"stack {stack.name} lacks capability: {', '.join(missing)}"
     for mark in item.iter_markers("stack_version"):
-        backend = mark.kwargs.get("backend")
-        if not version_matches(stack, str(mark.args[0]), backend):
+        backend, component = mark.kwargs.get("backend"), mark.kwargs.get("component")
+        if not version_matches(stack, str(mark.args[0]), backend, component):
             where = f"{backend} " if backend else ""
-            return (f"stack {stack.name} ({stack.backend} {stack.version}) is outside "
-                    f"stack_version({where}{mark.args[0]!r})")
+            what = (f"{component} {stack.components.get(component, '(not pinned)')}"
+                    if component else f"{stack.backend} {stack.version}")
+            shape = f", component={component!r}" if component else ""
+            return (f"stack {stack.name} ({what}) is outside "
+                    f"stack_version({where}{mark.args[0]!r}{shape})")
     return None

@@ -255,8 +255,7 @@ def fake_client(stack: Stack, run_dir: Path,
     """The same driver over the in-process cluster double: (client, logs, close)."""
     from pytest_stacks.backends.kubernetes.fake import FakeCluster
 
-    cluster = FakeCluster(kubernetes_version=str(stack.options.get("kubernetes_version",
-                                                                   "1.36.3")),
+    cluster = FakeCluster(kubernetes_version=stack.components.get("kubernetes", "1.36.3"),
                           operator_version=stack.version)
     client = client_for(stack, cluster, run_dir, stack.version)
 
