@@ -33,6 +33,9 @@ class BackendSpec:
     fake: str | None = None
     image_tag_variable: str = ""
     site_adapter: str | None = None
+    #: ``module:function`` of ``(stack) -> str``: what the reference driver adds on the stack
+    #: beyond the backend's documented use ("" for nothing); the report names it.
+    driver_note: str | None = None
 
     @property
     def implemented(self) -> bool:
@@ -61,7 +64,8 @@ BACKENDS: dict[str, BackendSpec] = {
                     "pytest_stacks.backends.kubernetes.adapter:ControlPlaneAdapter",
                     "pytest_stacks.backends.kubernetes.adapter:fake_client",
                     "MPI_OPERATOR_IMAGE_TAG",
-                    "pytest_stacks.backends.kubernetes.site:KubernetesSite"),
+                    "pytest_stacks.backends.kubernetes.site:KubernetesSite",
+                    "pytest_stacks.backends.kubernetes.adapter:driver_note"),
     )
 }
 

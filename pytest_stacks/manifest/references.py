@@ -49,7 +49,7 @@ def reference_problems(data: dict[str, Any], positions: Positions,
 
 def _window_problems(backends: Mapping[str, Any], at: _Locator) -> Iterable[str]:
     for name, backend in backends.items():
-        windows = [(("window",), backend["window"])]
+        windows: list[tuple[tuple[str, ...], Any]] = [(("window",), backend["window"])]
         windows += [(("components", c), w) for c, w in backend.get("components", {}).items()]
         for where, window in windows:
             if release(window["anchor"]) > release(window["leading_edge"]):

@@ -29,6 +29,7 @@ from pytest_stacks.ci.scope import ENDED_EARLY, Scope, normalised_path
 from pytest_stacks.errors import StacksError
 from pytest_stacks.manifest import Stack
 from pytest_stacks.plugin.state import PROP_INFRA, PROP_STACK, State, setting
+from pytest_stacks.providers import driver_note
 from pytest_stacks.verdicts.results import (
     CapabilityResult,
     CaseResult,
@@ -237,7 +238,8 @@ def stack_result(current: State, stack: Stack, outcomes: Outcomes) -> StackResul
         infra=infra, problems=tuple(problems), capabilities=table,
         tests=tuple(CaseResult(c.nodeid, cast(Outcome, c.final()), round(c.duration_s, 3),
                                c.requires, tuple(c.identities), c.message) for c in cases),
-        parity="; ".join(f"{c.parity} ({c.final()})" for c in cases if c.parity))
+        parity="; ".join(f"{c.parity} ({c.final()})" for c in cases if c.parity),
+        driver=driver_note(stack))
 
 
 def results(config: pytest.Config, current: State, outcomes: Outcomes, exit_status: int,

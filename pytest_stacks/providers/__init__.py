@@ -33,6 +33,12 @@ def site_adapter(stack: Stack) -> SiteAdapter:
     return cast(SiteAdapter, registry.resolve(target)())
 
 
+def driver_note(stack: Stack) -> str:
+    """What the backend's reference driver adds on this stack beyond documented use, or ""."""
+    target = registry.BACKENDS[stack.backend].driver_note
+    return str(registry.resolve(target)(stack)) if target else ""
+
+
 def fake_factory(stack: Stack) -> FakeFactory:
     target = registry.BACKENDS[stack.backend].fake
     if target is None:

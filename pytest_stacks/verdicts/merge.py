@@ -212,7 +212,8 @@ def _checked(doc: ResultsDoc, stack: StackResult, want: Mapping[str, Any] | None
                source=doc.source, run_id=doc.run.run_id, observed_daemon=stack.observed_daemon,
                observed_client=stack.observed_client, startup_s=stack.startup_s,
                infra=stack.infra, cells={c: _cell(stack, c) for c in columns},
-               problems=tuple(f"{where}: {p}" for p in found), parity=stack.parity)
+               problems=tuple(f"{where}: {p}" for p in found), parity=stack.parity,
+               driver=stack.driver)
 
 
 def _pin_problems(expected: Mapping[str, str], got: Mapping[str, str]) -> list[str]:

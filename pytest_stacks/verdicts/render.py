@@ -99,6 +99,10 @@ def markdown(model: Compatibility) -> str:
         shown.append(f"{ICONS.get(row.verdict, '')} {_md(row.verdict)}".strip())
         shown += [_md_cell(row.cells.get(c, Cell("unreported"))) for c in model.capabilities]
         lines.append("| " + " | ".join(shown) + " |")
+    helped = [row for row in model.rows if row.driver]
+    if helped:
+        lines += ["", "### What the reference driver adds (a user's own client would not)", ""]
+        lines += [f"- {_md(row.stack)}: {_md(row.driver)}" for row in helped]
     checked = [row for row in model.rows if row.parity]
     if checked:
         lines += ["", "### Parity: fakes checked against recordings, real stacks recorded", ""]
@@ -192,7 +196,8 @@ def _html_row(row: Row, capabilities: tuple[str, ...]) -> str:
     info = [f"observed {row.observed}" if row.observed else "",
             f"client {row.observed_client}" if row.observed_client else "",
             f"up in {row.startup_s:.0f} s" if row.startup_s is not None else "",
-            f"parity: {row.parity}" if row.parity else ""]
+            f"parity: {row.parity}" if row.parity else "",
+            f"the driver {row.driver}" if row.driver else ""]
     detail = ", ".join(x for x in info if x)
     stack = _h(row.stack) + (f"<div class=\"stackinfo\">{_h(detail)}</div>" if detail else "")
     verdict = _h(row.verdict)
@@ -240,6 +245,7 @@ def _row_dict(row: Row) -> dict[str, Any]:
         "observed": {"daemon": row.observed_daemon, "client": row.observed_client,
                      "simulated": row.fake},
         "startup_s": row.startup_s, "infra": row.infra, "parity": row.parity,
+        "driver": row.driver,
         "cells": {name: {"status": c.status, "text": c.text, "passed": c.passed,
                          "failed": c.failed, "skipped": c.skipped, "infra": c.infra,
                          "failures": [{"nodeid": f.nodeid, "outcome": f.outcome,

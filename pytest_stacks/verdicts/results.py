@@ -142,6 +142,8 @@ class StackResult:
     tests: tuple[CaseResult, ...]
     #: For a fake: the recording it was checked against, when that was made, and the outcome.
     parity: str = ""
+    #: What the reference driver adds beyond the backend's documented use (a workaround).
+    driver: str = ""
 
     def test(self, nodeid: str) -> CaseResult | None:
         return next((t for t in self.tests if t.nodeid == nodeid), None)
@@ -422,7 +424,7 @@ def _stack(s: Mapping[str, Any]) -> StackResult:
         observed_client=s["observed"]["client"],
         startup_s=None if startup is None else float(startup), verdict=s["verdict"],
         infra=s["infra"], problems=tuple(s["problems"]), capabilities=caps, tests=tests,
-        parity=s.get("parity", ""))
+        parity=s.get("parity", ""), driver=s.get("driver", ""))
 
 
 # ---------------------------------------------------------------- writing
@@ -459,6 +461,7 @@ def _stack_json(s: StackResult) -> dict[str, Any]:
                    "requires": list(t.requires), "identities": list(t.identities),
                    "message": t.message} for t in s.tests],
         "parity": s.parity,
+        **({"driver": s.driver} if s.driver else {}),
     }
 
 

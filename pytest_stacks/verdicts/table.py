@@ -69,6 +69,7 @@ class Row:
     cells: Mapping[str, Cell] = field(default_factory=dict)
     problems: tuple[str, ...] = ()
     parity: str = ""
+    driver: str = ""
 
     @property
     def observed(self) -> str:

@@ -26,7 +26,7 @@ from pytest_stacks.backends.kubernetes.api import KubeApi
 from pytest_stacks.backends.kubernetes.cleanup import reap
 from pytest_stacks.backends.kubernetes.driver import KubernetesClient
 from pytest_stacks.backends.kubernetes.node_images import ensure_node_images
-from pytest_stacks.backends.kubernetes.objects import Runtime
+from pytest_stacks.backends.kubernetes.objects import DRIVER_LAUNCHER_ENV, Runtime
 from pytest_stacks.backends.kubernetes.shared_namespace import SharedNamespaceClient
 from pytest_stacks.contract import JobClient
 from pytest_stacks.errors import InfrastructureError, StacksError
@@ -112,6 +112,18 @@ def runtime_of(options: Mapping[str, object]) -> Runtime:
     return Runtime(real=execution == "real",
                    pull_policy=str(options.get("image_pull_policy", "")),
                    cpu_request=str(options.get("cpu_request", "")))
+
+
+def driver_note(stack: Stack) -> str:
+    """Where MPIJobs really run, the launcher variable the driver adds (see
+    :data:`objects.DRIVER_LAUNCHER_ENV`): the report names it, so a user with an own client
+    knows the contract's ``mpi`` test passes with it."""
+    if "mpi" not in stack.capabilities or not runtime_of(stack.options).real:
+        return ""
+    env = ", ".join(f"{k}={v}" for k, v in DRIVER_LAUNCHER_ENV.items())
+    return (f"adds {env} to every MPIJob's launcher: the operator sets only Open MPI 4's "
+            f"OMPI_MCA_orte_default_hostfile, which Open MPI 5 ignores (without it every rank "
+            f"runs on the launcher; tests/backend/test_kubernetes_documented_mpijob.py)")
 
 
 def client_for(stack: Stack, api: KubeApi, run_dir: Path, operator_version: str, *,

@@ -77,6 +77,10 @@ class JobOptions:
     launcher_replicas: int = 1
     ttl_seconds: int | None = None
     runtime: Runtime = SIMULATED
+    #: The MPIJob as the operator's documentation writes it: without what this driver adds
+    #: to the launcher (:data:`DRIVER_LAUNCHER_ENV`), so a test can show what a user's own
+    #: MPIJob gets from the operator alone.
+    documented: bool = False
 
 
 def options_of(spec: JobSpec, *, shape: str, workers: int, image: str,
@@ -93,6 +97,7 @@ def options_of(spec: JobSpec, *, shape: str, workers: int, image: str,
         launcher_replicas=_int(raw, "launcher_replicas", 1),
         ttl_seconds=_int(raw, "ttl_seconds", -1) if "ttl_seconds" in raw else None,
         runtime=runtime,
+        documented=_bool(raw, "documented"),
     )
     if runtime.pull_policy not in PULL_POLICIES:
         raise ValueError(f"image pull policy {runtime.pull_policy!r}: expected one of "
@@ -199,15 +204,21 @@ def _replica(replicas: int, template_spec: Obj, labels: Mapping[str, str],
                          "spec": copy.deepcopy(template_spec)}}
 
 
+#: What the driver adds to a real MPIJob's launcher beyond what the operator sets. Open MPI 5
+#: (PRRTE) ignores the operator's OMPI_MCA_orte_default_hostfile (Open MPI 4's name), so an
+#: MPIJob as documented runs every rank on the launcher there; naming the operator's hostfile
+#: the way PRRTE reads it makes a plain `mpirun` use the workers. The stack's report row names
+#: it (``versions()["driver_adds"]``); ``documented: true`` leaves it out.
+DRIVER_LAUNCHER_ENV = {"PRTE_MCA_prte_default_hostfile": MPI_HOSTFILE}
+
+
 def mpijob(spec: JobSpec, opts: JobOptions, *, name: str, namespace: str, run_id: str) -> Obj:
     """One MPIJob: a Launcher that ends as annotated (simulated) or runs the script (real),
     Workers that stay up (simulated; really sshd) until the MPIJob is deleted (cleanPodPolicy
     None keeps them after the launcher finishes)."""
     labels = _labels(run_id, name)
     real = opts.runtime.real
-    # Open MPI 5 (PRRTE) ignores the operator's OMPI_MCA_orte_default_hostfile: name the
-    # operator's hostfile the way PRRTE reads it, so a plain `mpirun` uses the workers.
-    launcher_env = {"PRTE_MCA_prte_default_hostfile": MPI_HOSTFILE} if real else {}
+    launcher_env = dict(DRIVER_LAUNCHER_ENV) if real and not opts.documented else {}
     template = _pod_spec(spec, opts, restart=False, env=launcher_env)
     worker_template = _sshd_worker(_pod_spec(spec, opts, restart=False)) if real else template
     workers = {} if real else {ANNOTATION_RUNNING: "true"}
