@@ -244,8 +244,8 @@ def test_an_mpijobs_ranks_ran_on_exactly_its_worker_pods(backend: Any, stack: St
                                                          tmp_path: Path) -> None:
     """The launcher's mpirun reached both worker pods over the operator's hostfile and ssh:
     one rank on each, and the hosts are exactly the MPIJob's worker pods (not the launcher)."""
-    spec = JobSpec(script="mpirun --allow-run-as-root -np 2 --map-by node pytest-stacks-rank\n",
-                   backend_options=MPI)
+    launch = str(stack.options.get("mpirun", "mpirun --allow-run-as-root -np {np} --map-by node"))
+    spec = JobSpec(script=f"{launch.format(np=2)} pytest-stacks-rank\n", backend_options=MPI)
     [handle] = _done(backend, stack, [spec])
     [status] = backend.status([handle])
     [result] = backend.fetch_outputs([handle], tmp_path)

@@ -240,17 +240,23 @@ def test_finished_job_stays_observable_after_leaving_the_queue(backend: JobClien
     assert status.exit_code == 4
 
 
+#: Open MPI's launch line for one rank per host, as root in a container.
+MPIRUN = "mpirun --allow-run-as-root -np {np} --map-by node"
+
+
 @pytest.mark.requires("submit", "status", "mpi")
 def test_an_mpi_job_reports_every_rank_on_distinct_hosts(backend: JobClient, stack: Stack,
                                                          tmp_path: Path) -> None:
     """A real MPI program across 2 workers (MPI_Init, an MPI_Allreduce of the ranks): each
     rank prints its rank and host, rank 0 the sum it received; the result must list exactly
     ranks 0 and 1, on 2 distinct hosts, and the right sum (ranks that merely started, or an
-    echo of the launcher's variables, fail)."""
+    echo of the launcher's variables, fail). The launch line is Open MPI's unless the stack
+    names its MPI's own (``options.mpirun``, ``{np}`` for the number of ranks: MPICH's Hydra
+    knows neither --allow-run-as-root nor --map-by)."""
     workers = 2
-    spec = JobSpec(
-        script=f"mpirun --allow-run-as-root -np {workers} --map-by node pytest-stacks-rank\n",
-        name="mpi", backend_options={"shape": "mpijob", "workers": workers})
+    launch = str(stack.options.get("mpirun", MPIRUN)).format(np=workers)
+    spec = JobSpec(script=f"{launch} pytest-stacks-rank\n", name="mpi",
+                   backend_options={"shape": "mpijob", "workers": workers})
     [handle] = submitted(backend.submit([spec]))
     [status] = wait_for(backend, [handle], timeout=_timeout(stack))
     [result] = backend.fetch_outputs([handle], tmp_path)

@@ -102,6 +102,10 @@ def run_namespace(run_id: str) -> str:
     return f"pst-{slug}"[:63].rstrip("-")
 
 
+#: The worker images' MPIs this driver launches, by the operator's spec.mpiImplementation.
+MPI_IMPLEMENTATIONS = ("OpenMPI", "MPICH")
+
+
 def runtime_of(options: Mapping[str, object]) -> Runtime:
     """How the stack's pods meet their node, from its options: ``execution`` (``simulated``,
     the default: kwok or the double; ``real``: a kubelet runs them), ``image_pull_policy``
@@ -109,16 +113,21 @@ def runtime_of(options: Mapping[str, object]) -> Runtime:
     execution = str(options.get("execution", "simulated"))
     if execution not in ("simulated", "real"):
         raise StacksError(f"option execution={execution!r}: expected 'simulated' or 'real'")
+    mpi = str(options.get("mpi_implementation", "OpenMPI"))
+    if mpi not in MPI_IMPLEMENTATIONS:
+        raise StacksError(f"option mpi_implementation={mpi!r}: expected one of "
+                          f"{', '.join(MPI_IMPLEMENTATIONS)} (the MPI of the worker image)")
     return Runtime(real=execution == "real",
                    pull_policy=str(options.get("image_pull_policy", "")),
-                   cpu_request=str(options.get("cpu_request", "")))
+                   cpu_request=str(options.get("cpu_request", "")), mpi=mpi)
 
 
 def driver_note(stack: Stack) -> str:
     """Where MPIJobs really run, the launcher variable the driver adds (see
     :data:`objects.DRIVER_LAUNCHER_ENV`): the report names it, so a user with an own client
     knows the contract's ``mpi`` test passes with it."""
-    if "mpi" not in stack.capabilities or not runtime_of(stack.options).real:
+    runtime = runtime_of(stack.options)
+    if "mpi" not in stack.capabilities or not runtime.real or runtime.mpi != "OpenMPI":
         return ""
     env = ", ".join(f"{k}={v}" for k, v in DRIVER_LAUNCHER_ENV.items())
     return (f"adds {env} to every MPIJob's launcher: the operator sets only Open MPI 4's "

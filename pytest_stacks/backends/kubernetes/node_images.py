@@ -32,6 +32,9 @@ WORKER_FOLDER = "mpi-worker"  # a sibling of the stack's compose folder
 PAUSE_FOLDER = "pause"  # inside the stack's compose folder
 PAUSE_NAME = "pytest-stacks/pause"
 WORKER_BUILD_ARGS = ("OPENMPI_VERSION",)
+#: The worker image's MPI_IMPLEMENTATION build argument, from the stack's
+#: options.mpi_implementation (the name the operator's spec.mpiImplementation uses).
+WORKER_MPI = {"OpenMPI": "openmpi", "MPICH": "mpich"}
 COMPLETE = ".complete"
 RECIPE = "2"  # how the tars are made here: a change rebuilds them
 PAUSE_DOCKERFILE = ('FROM scratch\nCOPY pause /pause\nUSER 65535:65535\n'
@@ -85,6 +88,12 @@ def ensure_node_images(stack: Stack, *, timeout: float) -> NodeImages:
     pause = f"{PAUSE_NAME}:{pause_build.name.rsplit('-', 1)[-1]}"
     base = base_reference(stack)
     args = {k: v for k, v in stack.compose.build_args.items() if k in WORKER_BUILD_ARGS}
+    mpi = str(stack.options.get("mpi_implementation", "OpenMPI"))
+    if mpi not in WORKER_MPI:
+        raise StacksError(f"stack {stack.name}: options.mpi_implementation={mpi!r}: expected "
+                          f"one of {', '.join(WORKER_MPI)}")
+    if mpi != "OpenMPI":  # the Open MPI image's key stays what it was
+        args["MPI_IMPLEMENTATION"] = WORKER_MPI[mpi]
     key = images_key(folder_digest(worker_folder), args, dockerutil.image_id(base), pause,
                      worker)
     target = gobuild.cache_root().parent / "images" / f"k8s-node-{key}"

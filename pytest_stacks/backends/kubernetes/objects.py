@@ -56,11 +56,14 @@ class Runtime:
     container's imagePullPolicy ("" leaves the API's default; ``Never`` where the images were
     imported and no registry exists) and ``cpu_request``, if set, replaces every container's
     CPU request (a one-node cluster of 2 cores cannot place an MPIJob's 3 pods at 1 CPU each).
+    ``mpi``: the MPI of the worker image, as the operator's ``spec.mpiImplementation`` names
+    it (``OpenMPI`` or ``MPICH``): the operator sets that implementation's launcher variables.
     """
 
     real: bool = False
     pull_policy: str = ""
     cpu_request: str = ""
+    mpi: str = "OpenMPI"
 
 
 SIMULATED = Runtime()
@@ -218,7 +221,8 @@ def mpijob(spec: JobSpec, opts: JobOptions, *, name: str, namespace: str, run_id
     None keeps them after the launcher finishes)."""
     labels = _labels(run_id, name)
     real = opts.runtime.real
-    launcher_env = dict(DRIVER_LAUNCHER_ENV) if real and not opts.documented else {}
+    launcher_env = (dict(DRIVER_LAUNCHER_ENV)
+                    if real and not opts.documented and opts.runtime.mpi == "OpenMPI" else {})
     template = _pod_spec(spec, opts, restart=False, env=launcher_env)
     worker_template = _sshd_worker(_pod_spec(spec, opts, restart=False)) if real else template
     workers = {} if real else {ANNOTATION_RUNNING: "true"}
@@ -235,7 +239,8 @@ def mpijob(spec: JobSpec, opts: JobOptions, *, name: str, namespace: str, run_id
         },
     }
     if real:
-        job_spec.update(launcherCreationPolicy="WaitForWorkersReady", mpiImplementation="OpenMPI")
+        job_spec.update(launcherCreationPolicy="WaitForWorkersReady",
+                        mpiImplementation=opts.runtime.mpi)
     return {
         "apiVersion": RESOURCES["MPIJob"].api_version, "kind": "MPIJob",
         "metadata": {"name": name, "namespace": namespace, "labels": labels},
