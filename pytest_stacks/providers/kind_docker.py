@@ -22,13 +22,17 @@ command run in the container is never rewritten. The real CLI is named by
 from __future__ import annotations
 
 import os
+import shlex
 import subprocess
 import sys
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
+from pytest_stacks import dockerutil
 from pytest_stacks.errors import StacksError
 
 REAL_DOCKER = "PYTEST_STACKS_REAL_DOCKER"
+NETWORK_VARIABLE = "KIND_EXPERIMENTAL_DOCKER_NETWORK"  # kind's knob for the nodes' network
 NODE_PRIVILEGES = ("--cap-add=ALL", "--cap-drop=SYS_RESOURCE",
                    "--security-opt=seccomp=unconfined", "--security-opt=apparmor=unconfined",
                    "--cgroupns=private", "--device=/dev/kmsg", "--device-cgroup-rule=a *:* rwm")
@@ -108,6 +112,28 @@ def privileged_refused(image: str, runner: Runner) -> bool:
                               f"--privileged {image}` failed (exit {done.returncode}): "
                               f"{said[-300:]}")
     return _REFUSED[engine]
+
+
+def kind_wrapper(kind: Path, node_image: str, folder: Path, network: str,
+                 runner: Runner) -> str:
+    """A script that runs kind on a docker network of this cluster's own (kind's shared
+    ``kind`` network would outlive the run; this one goes with the cluster) and, where the
+    engine refuses ``--privileged``, with this module first on its PATH as ``docker``."""
+    folder.mkdir(parents=True, exist_ok=True)
+    lines = ["#!/bin/sh", f"{NETWORK_VARIABLE}={shlex.quote(network)}",
+             f"export {NETWORK_VARIABLE}"]
+    if privileged_refused(node_image, runner):
+        shim = folder / "docker"
+        shim.write_text(f"#!/bin/sh\nexec {shlex.quote(sys.executable)} -m "
+                        f"pytest_stacks.providers.kind_docker \"$@\"\n")
+        shim.chmod(0o755)
+        lines += [f"PATH={shlex.quote(str(folder))}:\"$PATH\"",
+                  f"{REAL_DOCKER}={shlex.quote(dockerutil.docker_cli())}",
+                  f"export PATH {REAL_DOCKER}"]
+    wrapper = folder / "kind"
+    wrapper.write_text("\n".join([*lines, f"exec {shlex.quote(str(kind))} \"$@\""]) + "\n")
+    wrapper.chmod(0o755)
+    return str(wrapper)
 
 
 def main() -> None:

@@ -96,6 +96,39 @@ def test_a_failing_step_is_an_infrastructure_error_naming_it(
         kind.KindProvider(Recorder(fail="create cluster")).up(kind_stack, ctx)
 
 
+class KubeadmFailsOnce(Recorder):
+    """kubeadm's init times out the first time (a loaded host), then the cluster comes up."""
+
+    def __call__(self, argv: Sequence[str], timeout: float) -> subprocess.CompletedProcess[str]:
+        done = super().__call__(argv, timeout)
+        creates = [c for c in self.calls if " create cluster " in " ".join(c)]
+        if " create cluster " in " ".join(argv) and len(creates) == 1:
+            return subprocess.CompletedProcess(list(argv), 1, "", "ERROR: failed to create "
+                                               "cluster: failed to init node with kubeadm")
+        return done
+
+
+def test_kubeadm_failing_once_is_retried_once_and_said(
+        kind_stack: Stack, ctx: RunContext, offline_tools: Path) -> None:
+    runner = KubeadmFailsOnce()
+    kind.KindProvider(runner).up(kind_stack, ctx)
+    assert sum(" create cluster " in " ".join(c) for c in runner.calls) == 2
+
+
+def test_a_second_failure_is_infrastructure_with_both_reasons(
+        kind_stack: Stack, ctx: RunContext, offline_tools: Path) -> None:
+    runner = Recorder(fail="create cluster")
+    runner_said = "failed to init node with kubeadm"
+
+    def failing(argv: Sequence[str], timeout: float) -> subprocess.CompletedProcess[str]:
+        done = runner(argv, timeout)
+        return (subprocess.CompletedProcess(list(argv), 1, "", runner_said)
+                if done.returncode else done)
+    with pytest.raises(InfrastructureError, match=r"(?s)failed.*kubeadm.*first attempt"):
+        kind.KindProvider(failing).up(kind_stack, ctx)
+    assert sum(" create cluster " in " ".join(c) for c in runner.calls) == 2
+
+
 def test_down_deletes_the_cluster_and_proves_it(kind_stack: Stack, ctx: RunContext,
                                                 offline_tools: Path) -> None:
     runner = Recorder()
