@@ -105,6 +105,7 @@ def build(data: dict[str, Any], path: Path) -> Manifest:
                 worker_image=ImageRef(**kind["worker_image"]) if "worker_image" in kind else None,
                 operator_image=(ImageRef(**kind["operator_image"]) if "operator_image" in kind
                                 else None),
+                nodes=int(kind.get("nodes", 1)),
             ) if kind else None,
             canary=CanarySpec(
                 build_args=dict(canary.get("build_args", {})),

@@ -110,6 +110,7 @@ class KindSpec:
     node_build: NodeBuild | None = None
     worker_image: ImageRef | None = None
     operator_image: ImageRef | None = None
+    nodes: int = 1
 
     @property
     def node_reference(self) -> str:

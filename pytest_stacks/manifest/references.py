@@ -119,6 +119,10 @@ def _stack_problems(data: dict[str, Any], index: int, stack: dict[str, Any], at:
             yield (f"{at('stacks', index, 'compose', 'directory')}: {str(directory)!r} has no "
                    f"compose.yaml. Point 'directory' at the stack's folder under stacks/.")
     node_build = (stack.get("kind") or {}).get("node_build")
+    if (stack.get("kind") or {}).get("nodes", 1) > 1 and node_build is None:
+        yield (f"{at('stacks', index, 'kind', 'nodes')}: more than one node needs a node "
+               f"image built here (kind.node_build), whose CNI routes pods across nodes. "
+               f"Use node_build, or nodes: 1.")
     if node_build is not None:
         directory = path.parent / node_build["directory"]
         if not (directory / "Dockerfile").is_file():

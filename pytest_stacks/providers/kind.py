@@ -10,15 +10,12 @@ Either way kind itself creates, loads into, exports the logs of and deletes the 
 the engine refuses ``--privileged`` (kind asks it for every node), kind runs with
 :mod:`pytest_stacks.providers.kind_docker` as its ``docker``.
 
-kind has no labels of its own for clusters, so run ownership is carried in the cluster name
-(``pst-<run>-<stack>``) and in an owner record beside the run directories
-(:mod:`~pytest_stacks.providers.kind_owners`); the reaper deletes dead runs' clusters and never
-a live run's. Each cluster gets a docker network of its own, named like the cluster, with our
-run and owner labels (``KIND_EXPERIMENTAL_DOCKER_NETWORK``), that goes with it, so the
-machine-wide reaper finds a dead run's cluster even without its owner record; kind's shared
-``kind`` network is never used or touched. What the cluster runs is checked, not assumed: the
-node's kubelet must report the pinned Kubernetes version (for a built node image), and the
-operator its pinned version.
+Run ownership is carried in the cluster name (``pst-<run>-<stack>``), an owner record beside
+the run directories (:mod:`~pytest_stacks.providers.kind_owners`) and the labels of the
+cluster's own docker network (``KIND_EXPERIMENTAL_DOCKER_NETWORK``; kind's shared ``kind``
+network is never used): the reaper deletes dead runs' clusters, never a live run's. What the
+cluster runs is checked: every kubelet reports the pinned Kubernetes (a built node image),
+the operator its pinned version.
 """
 
 from __future__ import annotations
@@ -213,7 +210,8 @@ class KindProvider:
                 timeout=stack.timeouts.build, preload=preload)
         control_plane = gobuild.ensure_built(builds.control_plane(node.kubernetes),
                                              timeout=stack.timeouts.build)
-        return _Node(node.reference, node.cluster_config(), str(control_plane / "bin/kubectl"),
+        return _Node(node.reference, node.cluster_config(stack.kind.nodes),
+                     str(control_plane / "bin/kubectl"),
                      node.kubernetes, node.preloaded)
 
     def _install_operator(self, stack: Stack, info: StackInfo, manifest: Path,
@@ -262,12 +260,19 @@ class KindProvider:
         return reference
 
     def _observed(self, stack: Stack, info: StackInfo, node: _Node) -> dict[str, str]:
-        """The versions the cluster reports: the node's kubelet and runtime (the kubelet must
-        be the built node image's pin), and the running operator's own ``--version``."""
+        """The versions the cluster reports: the nodes' kubelets and runtime (every kubelet
+        must be the built node image's pin; every node of ``kind.nodes`` Ready, which kind's
+        --wait does not wait for), and the running operator's own ``--version``."""
+        assert stack.kind is not None
         kubectl = [info.private["kubectl"], "--kubeconfig", info.endpoints["kubeconfig"]]
+        self._check(stack, [*kubectl, "wait", "--for=condition=Ready", "nodes", "--all",
+                            f"--timeout={stack.timeouts.ready:.0f}s"], stack.timeouts.ready + 30)
         kubelet = self._check(stack, [*kubectl, "get", "nodes", "-o",
                                       "jsonpath={.items[*].status.nodeInfo.kubeletVersion}"],
                               60).split()
+        if node.kubernetes is not None and len(kubelet) != stack.kind.nodes:
+            raise InfrastructureError(stack.name, f"the cluster has {len(kubelet)} node(s), "
+                                      f"kind.nodes asks {stack.kind.nodes}")
         runtime = self._check(stack, [*kubectl, "get", "nodes", "-o", "jsonpath="
                                       "{.items[0].status.nodeInfo.containerRuntimeVersion}"], 60)
         if node.kubernetes is not None and set(kubelet) != {node.kubernetes}:
@@ -276,7 +281,7 @@ class KindProvider:
         said = self._run([*kubectl, "-n", "mpi-operator", "exec", "deployment/mpi-operator",
                           "--", OPERATOR_ENTRYPOINT, "--version"], 60)
         found = re.search(r"v?(\d+\.\d+\.\d+)", said.stdout + said.stderr)
-        return {"kubelet_version": " ".join(kubelet).lstrip("v"),
+        return {"kubelet_version": " ".join(sorted(set(kubelet))).lstrip("v"),
                 "container_runtime": runtime.strip(),
                 "operator_version": found.group(1) if found else ""}
 

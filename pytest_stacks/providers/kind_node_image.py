@@ -33,7 +33,7 @@ from pytest_stacks.errors import StacksError
 REPOSITORY = "docker.io/pytest-stacks"  # kubeadm's imageRepository for the node's images
 NODE_IMAGE = "pytest-stacks/kind-node"
 PAUSE_SOURCE = Path("..") / "k8s-node" / "pause"  # our pause program, shared with k8s-node
-RECIPE = "1"  # how the image is made here: a change rebuilds it
+RECIPE = "2"  # how the image is made here: a change rebuilds it
 PINS = ("K8S_VERSION", "ETCD_VERSION", "COREDNS_VERSION", "CRI_TOOLS_VERSION")
 IMPORT_SCRIPT = """set -eu
 containerd --config /etc/containerd/config.toml > /tmp/containerd.log 2>&1 &
@@ -103,16 +103,24 @@ def cluster_config(image: KindNodeImage, nodes: int = 1) -> str:
     """kind's cluster configuration for this node image: kubeadm takes every image from
     :data:`REPOSITORY` at the pinned tags (already in the node), and the kubelet runs on the
     cgroup v1 hosts this is for (``failCgroupV1: false``; kind sets nothing about it) without
-    CAP_SYS_RESOURCE (``oomScoreAdj: 0``)."""
-    if nodes != 1:
-        raise StacksError("the locally built kind node image supports one-node clusters only "
-                          "(its CNI gives every node the same address range)")
+    CAP_SYS_RESOURCE (``oomScoreAdj: 0``). With ``nodes`` > 1, ``nodes - 1`` workers join,
+    and the control plane keeps no taint (kind leaves it on once a cluster has workers): on
+    two cores every node runs pods, so MPI ranks can land on two of them."""
+    if not 1 <= nodes <= 4:
+        raise StacksError(f"kind.nodes={nodes}: a cluster here has 1 to 4 nodes")
+    workers = "".join("- role: worker\n" for _ in range(nodes - 1))
+    untainted = ("""- |
+  apiVersion: kubeadm.k8s.io/v1beta4
+  kind: InitConfiguration
+  nodeRegistration:
+    taints: []
+""" if nodes > 1 else "")
     return f"""kind: Cluster
 apiVersion: kind.x-k8s.io/v1alpha4
 nodes:
 - role: control-plane
-kubeadmConfigPatches:
-- |
+{workers}kubeadmConfigPatches:
+{untainted}- |
   apiVersion: kubeadm.k8s.io/v1beta4
   kind: ClusterConfiguration
   imageRepository: {REPOSITORY}
@@ -214,14 +222,16 @@ def _build(folder: Path, p: dict[str, str], programs: dict[str, Path], image: Ki
         # kube-proxy runs iptables: Debian's, in an image that the node's CNI DaemonSet uses too.
         tools_context = work / "tools"
         tools_context.mkdir()
+        # The CNI DaemonSet reads the nodes' pod ranges (kubectl) and routes to them (ip).
         shutil.copyfile(programs["node"] / "bin/kube-proxy", tools_context / "kube-proxy")
+        shutil.copyfile(cp / "kubectl", tools_context / "kubectl")
         (tools_context / "Dockerfile").write_text(
             "ARG BASE_IMAGE\nFROM ${BASE_IMAGE}\n"
             "RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y "
-            "--no-install-recommends iptables nftables conntrack ipset kmod && "
+            "--no-install-recommends iptables nftables conntrack ipset kmod iproute2 && "
             "rm -rf /var/lib/apt/lists/*\n"
-            "COPY kube-proxy /usr/local/bin/kube-proxy\n"
-            "RUN chmod 0755 /usr/local/bin/kube-proxy\n")
+            "COPY kube-proxy kubectl /usr/local/bin/\n"
+            "RUN chmod 0755 /usr/local/bin/kube-proxy /usr/local/bin/kubectl\n")
         _run(["build", "--force-rm", "-q", "-t", tools, "-t", components["kube-proxy"],
               f"--build-arg=BASE_IMAGE={base}", str(tools_context)], timeout,
              "building the kube-proxy/tools image")

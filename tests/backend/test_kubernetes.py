@@ -258,3 +258,8 @@ def test_an_mpijobs_ranks_ran_on_exactly_its_worker_pods(backend: Any, stack: St
     assert sorted(ranks.values()) == workers, (ranks, workers)
     assert not set(ranks.values()) & set(launchers)
     assert "allreduce: sum of ranks 1 (expected 1)" in text, text
+    if stack.options.get("spread_workers"):
+        # Distinct nodes, not only distinct pods: where the scheduler bound each worker.
+        nodes = [(backend.api.get("Pod", backend.namespace, w) or {}).get("spec", {})
+                 .get("nodeName") for w in workers]
+        assert len(set(nodes)) == 2 and None not in nodes, dict(zip(workers, nodes, strict=True))

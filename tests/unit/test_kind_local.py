@@ -164,10 +164,18 @@ def test_cluster_config_points_kubeadm_at_the_built_images() -> None:
     assert refs["kube-apiserver"] == f"{kind_node_image.REPOSITORY}/kube-apiserver:v1.36.3"
 
 
-def test_more_than_one_node_is_refused() -> None:
+def test_a_second_node_joins_and_the_control_plane_runs_pods_too() -> None:
     image = kind_node_image.KindNodeImage("r", "v1.36.3", "v3.6.8", "v1.14.7")
-    with pytest.raises(StacksError, match="one-node"):
-        image.cluster_config(nodes=2)
+    config = yaml.safe_load(image.cluster_config(nodes=2))
+    assert [n["role"] for n in config["nodes"]] == ["control-plane", "worker"]
+    patches = [yaml.safe_load(p) for p in config["kubeadmConfigPatches"]]
+    [init] = [p for p in patches if p["kind"] == "InitConfiguration"]
+    assert init["nodeRegistration"]["taints"] == []
+    single = yaml.safe_load(image.cluster_config())
+    assert [n["role"] for n in single["nodes"]] == ["control-plane"]
+    assert "InitConfiguration" not in image.cluster_config()
+    with pytest.raises(StacksError, match="1 to 4 nodes"):
+        image.cluster_config(nodes=5)
 
 
 def test_missing_pins_are_named() -> None:
@@ -185,7 +193,8 @@ def test_the_repository_node_folder_has_what_the_builder_copies() -> None:
         assert (folder / name).is_file(), name
     assert (folder / kind_node_image.PAUSE_SOURCE / "go.mod").is_file()
     cni = (folder / "manifests/default-cni.yaml").read_text()
-    assert "would you kindly template this file" in cni and "{{ .PodSubnet }}" in cni
+    # Each node's range comes from its Node (spec.podCIDR), routes to the others' ranges.
+    assert "{{" not in cni and ".spec.podCIDR" in cni and "ip route replace" in cni
     assert "@TOOLS_IMAGE@" in cni  # filled in by the Dockerfile
 
 

@@ -119,7 +119,8 @@ def runtime_of(options: Mapping[str, object]) -> Runtime:
                           f"{', '.join(MPI_IMPLEMENTATIONS)} (the MPI of the worker image)")
     return Runtime(real=execution == "real",
                    pull_policy=str(options.get("image_pull_policy", "")),
-                   cpu_request=str(options.get("cpu_request", "")), mpi=mpi)
+                   cpu_request=str(options.get("cpu_request", "")), mpi=mpi,
+                   spread=bool(options.get("spread_workers", False)))
 
 
 def driver_note(stack: Stack) -> str:

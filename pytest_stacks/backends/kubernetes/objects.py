@@ -43,6 +43,7 @@ from pytest_stacks.contract import JobSpec
 SHAPES = ("pod", "mpijob")
 PULL_POLICIES = ("", "Always", "IfNotPresent", "Never")
 SSHD = ["/usr/sbin/sshd", "-De"]
+LABEL_MPI_ROLE = "pytest-stacks.io/mpi-role"  # on the workers of a spread MPIJob
 MPI_HOSTFILE = "/etc/mpi/hostfile"  # where the operator mounts its <job>-config hostfile
 REAL_GRACE_SECONDS = 3  # `sh -c` as PID 1 ignores SIGTERM: a killed job goes in seconds
 
@@ -64,6 +65,10 @@ class Runtime:
     pull_policy: str = ""
     cpu_request: str = ""
     mpi: str = "OpenMPI"
+    #: One worker per node (a required pod anti-affinity on the node's hostname): ranks on
+    #: distinct nodes, not only distinct pods. A cluster with too few nodes leaves a worker
+    #: Pending, which the job's wait reports; never a silent fallback to one node.
+    spread: bool = False
 
 
 SIMULATED = Runtime()
@@ -226,6 +231,13 @@ def mpijob(spec: JobSpec, opts: JobOptions, *, name: str, namespace: str, run_id
     template = _pod_spec(spec, opts, restart=False, env=launcher_env)
     worker_template = _sshd_worker(_pod_spec(spec, opts, restart=False)) if real else template
     workers = {} if real else {ANNOTATION_RUNNING: "true"}
+    worker_labels = dict(labels)
+    if real and opts.runtime.spread:
+        worker_labels[LABEL_MPI_ROLE] = "worker"
+        worker_template["affinity"] = {"podAntiAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": [{
+                "topologyKey": "kubernetes.io/hostname",
+                "labelSelector": {"matchLabels": {**labels, LABEL_MPI_ROLE: "worker"}}}]}}
     job_spec: Obj = {
         "slotsPerWorker": 1,
         "runPolicy": {"cleanPodPolicy": "None", "backoffLimit": 0,
@@ -235,7 +247,7 @@ def mpijob(spec: JobSpec, opts: JobOptions, *, name: str, namespace: str, run_id
         "mpiReplicaSpecs": {
             "Launcher": _replica(opts.launcher_replicas, template, labels,
                                  outcome_annotations(opts)),
-            "Worker": _replica(opts.workers, worker_template, labels, workers),
+            "Worker": _replica(opts.workers, worker_template, worker_labels, workers),
         },
     }
     if real:
