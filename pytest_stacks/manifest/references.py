@@ -59,6 +59,16 @@ def _window_problems(backends: Mapping[str, Any], at: _Locator) -> Iterable[str]
                        f"version: swap them or fix the newer one.")
 
 
+def _pin_place(stack: dict[str, Any]) -> tuple[str, ...]:
+    """Where a stack writes its Kubernetes pin (the component the manifest derives)."""
+    kind = stack.get("kind") or {}
+    if "node_build" in kind:
+        return ("kind", "node_build", "build_args", "K8S_VERSION")
+    if "node_image" in kind:
+        return ("kind", "node_image", "tag")
+    return ("compose", "build_args", "K8S_VERSION")
+
+
 def _component_problems(index: int, stack: dict[str, Any], backend: dict[str, Any],
                         at: _Locator) -> Iterable[str]:
     """A component a stack names needs its window under the backend; a written version must
@@ -67,7 +77,7 @@ def _component_problems(index: int, stack: dict[str, Any], backend: dict[str, An
     pinned = {c: v for c, v in component_pins(stack).items() if c in windows}
     written = stack.get("components", {})
     for component, version in {**written, **pinned}.items():
-        where = ("components", component) if component in written else ("version",)
+        where = ("components", component) if component in written else _pin_place(stack)
         if component not in windows:
             yield (f"{at('stacks', index, *where)}: the stack names {component} {version}, "
                    f"but backends.{stack['backend']}.components has no {component!r} window. "

@@ -215,8 +215,8 @@ def _replica(replicas: int, template_spec: Obj, labels: Mapping[str, str],
 #: What the driver adds to a real MPIJob's launcher beyond what the operator sets. Open MPI 5
 #: (PRRTE) ignores the operator's OMPI_MCA_orte_default_hostfile (Open MPI 4's name), so an
 #: MPIJob as documented runs every rank on the launcher there; naming the operator's hostfile
-#: the way PRRTE reads it makes a plain `mpirun` use the workers. The stack's report row names
-#: it (``versions()["driver_adds"]``); ``documented: true`` leaves it out.
+#: the way PRRTE reads it makes a plain `mpirun` use the workers. The report names it per
+#: stack (``adapter.driver_note``); the backend option ``documented: true`` leaves it out.
 DRIVER_LAUNCHER_ENV = {"PRTE_MCA_prte_default_hostfile": MPI_HOSTFILE}
 
 
