@@ -28,6 +28,12 @@ _TIME = re.compile(r"\b\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]
 _SINFUL = re.compile(r"<\d{1,3}(?:\.\d{1,3}){3}:\d+[^>\s]*>")
 _IP = re.compile(r"\b\d{1,3}(?:\.\d{1,3}){3}\b")
 _HEX = re.compile(r"\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*\d)[0-9a-f]{12,64}\b")
+#: A folder a driver names with 12 random hex digits (``uuid4().hex[:12]``): a placeholder
+#: even when those digits happen to hold no letter (about 1 in 280), which _HEX cannot tell
+#: from a number.
+_PATH_HEX = re.compile(r"(?<=/)[0-9a-f]{12}(?=/|\b)")
+#: Both, in one left-to-right pass: placeholders are numbered in order of appearance.
+_ANY_HEX = re.compile(f"{_PATH_HEX.pattern}|{_HEX.pattern}")
 _EPOCH = re.compile(r"\b(?:1[5-9]|2[0-4])\d{8}\b")
 _HMS = re.compile(r"\b\d{1,3}:\d{2}:\d{2}\b")
 _LISTED_ID = re.compile(r"(?i)\bJobId=(\d+)\b|^(\d+)(?=[|.;])")
@@ -130,7 +136,7 @@ class Normaliser:
         if "\n" in text:
             for pattern, name in self._line_patterns:
                 text = pattern.sub(name, text)
-        text = _HEX.sub(self._hex_name, text)
+        text = _ANY_HEX.sub(self._hex_name, text)
         text = _EPOCH.sub("<epoch>", text)
         return _HMS.sub("<hms>", text)
 

@@ -277,3 +277,13 @@ def test_a_value_that_equals_a_job_id_is_a_job_only_in_command_output() -> None:
     assert norm("24\n") == "<job1>\n"
     assert norm("24|COMPLETED|0:0\n") == "<job1>|COMPLETED|0:0\n"
     assert norm(["scancel", "24"]) == ["scancel", "<job1>"]
+
+
+def test_a_random_folder_name_is_a_placeholder_even_without_a_letter() -> None:
+    """uuid4().hex[:12] holds no letter about once in 280 runs: the folder must still read
+    as a placeholder, numbered in order of appearance like any other."""
+    normalise = Normaliser([], {})
+    text = "/w/643419145051/job.sh and /w/abcdef012345/out, again /w/643419145051/err"
+    assert normalise.text(text) == "/w/<hex1>/job.sh and /w/<hex2>/out, again /w/<hex1>/err"
+    assert Normaliser([], {}).text("exit 643419145051 (a number stays)") == (
+        "exit 643419145051 (a number stays)")
