@@ -70,7 +70,8 @@ class Cluster:
 
     def kubectl(self, *argv: str) -> subprocess.CompletedProcess[str]:
         node = subprocess.run(["docker", "ps", "-q", "--filter",
-                               f"label=io.x-k8s.kind.cluster={self.name}"],
+                               f"label=io.x-k8s.kind.cluster={self.name}", "--filter",
+                               "label=io.x-k8s.kind.role=control-plane"],
                               capture_output=True, text=True, check=True).stdout.split()[0]
         return subprocess.run(["docker", "exec", node, "kubectl", "--kubeconfig",
                                "/etc/kubernetes/admin.conf", *argv], capture_output=True,

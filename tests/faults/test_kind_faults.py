@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from pytest_stacks.manifest import load
 from tests.faults.test_lifecycle_faults import _engine, _start_long
 
 STACK = "kind-1.36-local-mpi-0.8"
@@ -54,8 +55,11 @@ def test_sigterm_tears_the_cluster_and_its_network_down(tmp_path: Path,
                                                          nothing_before: None) -> None:
     proc = _start(tmp_path)
     up = _ours()
-    assert len(up["nodes"]) == 1 and up["networks"] == [up["nodes"][0].removesuffix(
-        "-control-plane")], up
+    # Every node of the cluster (kind.nodes of them) on the cluster's own network.
+    nodes = load(REPO / "manifest.yaml").get(STACK).kind
+    assert nodes is not None and len(up["nodes"]) == nodes.nodes, up
+    assert len(up["networks"]) == 1, up
+    assert all(n.startswith(up["networks"][0] + "-") for n in up["nodes"]), up
     os.killpg(proc.pid, signal.SIGTERM)
     out, _ = proc.communicate(timeout=300)
     assert proc.returncode != 0
