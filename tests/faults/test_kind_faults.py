@@ -37,6 +37,13 @@ def _ours() -> dict[str, list[str]]:
             "kind network": [n for n in networks if n == "kind"]}
 
 
+def _nodes() -> int:
+    """The node containers of the stack's cluster: kind.nodes of it."""
+    kind = load(REPO / "manifest.yaml").get(STACK).kind
+    assert kind is not None
+    return kind.nodes
+
+
 def _start(tmp_path: Path) -> subprocess.Popen[str]:
     """A session in its long test on the kind stack; the cluster's network carries the
     session's owner labels, which ``_start_long`` checks."""
@@ -56,8 +63,7 @@ def test_sigterm_tears_the_cluster_and_its_network_down(tmp_path: Path,
     proc = _start(tmp_path)
     up = _ours()
     # Every node of the cluster (kind.nodes of them) on the cluster's own network.
-    nodes = load(REPO / "manifest.yaml").get(STACK).kind
-    assert nodes is not None and len(up["nodes"]) == nodes.nodes, up
+    assert len(up["nodes"]) == _nodes(), up
     assert len(up["networks"]) == 1, up
     assert all(n.startswith(up["networks"][0] + "-") for n in up["nodes"]), up
     os.killpg(proc.pid, signal.SIGTERM)
@@ -79,5 +85,5 @@ def test_sigkill_leftovers_are_reaped(tmp_path: Path, nothing_before: None) -> N
                           env={**os.environ, "TMPDIR": str(elsewhere)},
                           capture_output=True, text=True, timeout=600, check=False)
     assert reap.returncode == 0, reap.stdout + reap.stderr
-    assert "1 containers, 1 networks" in reap.stdout, reap.stdout
+    assert f"{_nodes()} containers, 1 networks" in reap.stdout, reap.stdout
     assert _ours() == {"nodes": [], "networks": [], "kind network": []}, reap.stdout
