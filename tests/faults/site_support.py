@@ -100,9 +100,15 @@ def start_holder(where: Path, stack: str, manifest: Path,
     cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly",
            str(where), f"--stack={stack}", f"--stack-manifest={manifest}",
            "--stack-unproven=warn"]
+    # A session started from a background job inherits SIGINT ignored (a shell's `cmd &`),
+    # and Python then never turns it into KeyboardInterrupt: the holder's Ctrl-C is restored.
     return subprocess.Popen(cmd, cwd=where, env={**os.environ, **env}, text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            start_new_session=True)
+                            start_new_session=True, preexec_fn=_default_sigint)
+
+
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def closed_port() -> int:
