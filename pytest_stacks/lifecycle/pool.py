@@ -7,17 +7,20 @@ background threads and several at once (:meth:`StackPool.prefetch`): a run over 
 version window then waits for its slowest stack, not for the sum of them. A failed bring-up is
 recorded too, so every later test on that stack fails fast with the same infrastructure error
 instead of retrying. Only the run's owner (the
-xdist controller, or the single pytest process) tears down, after the last worker is gone.
-Nothing here knows about pytest.
+xdist controller, or the single pytest process) tears down: a stack as soon as its last test is
+over and every process that held it has let go (:meth:`StackPool.end_early`, so a window's
+finished stacks stop costing the machine while the others run), and the rest after the last
+worker is gone. Nothing here knows about pytest.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Collection, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 
-from pytest_stacks import cancellation, places
+from pytest_stacks import cancellation, places, progress
 from pytest_stacks.errors import InfrastructureError, Problem
 from pytest_stacks.lifecycle.rundir import RunDirectory, StackRecord
 from pytest_stacks.lifecycle.stack_run import StackRun
@@ -34,6 +37,10 @@ class StackPool:
         self._prefetched: dict[str, Future[StackRecord]] = {}
         self._executor: ThreadPoolExecutor | None = None
         self._runs: dict[str, StackRun] = {}
+        self._let_go: dict[str, Attached] = {}  # closed, still telling what it ran against
+        self._ended: dict[str, StackRecord] = {}
+        self._ending: dict[str, Future[list[Problem]]] = {}
+        self._release_executor: ThreadPoolExecutor | None = None
 
     def _run(self, stack: Stack) -> StackRun:
         """The stack's provider and files, looked up once per run and stack."""
@@ -43,11 +50,16 @@ class StackPool:
         return self._runs[stack.name]
 
     def records(self) -> list[StackRecord]:
-        return self.run_dir.records()
+        """The stacks this run brought up, those already ended early included."""
+        current = {r.stack: r for r in self.run_dir.records()}
+        return sorted([*current.values(),
+                       *(r for n, r in self._ended.items() if n not in current)],
+                      key=lambda r: r.stack)
 
     def attached(self, name: str) -> Attached | None:
-        """The stack as this process already holds it, without bringing anything up."""
-        return self._attached.get(name)
+        """The stack as this process holds it (or held it, once let go: its versions still say
+        what the last test ran against), without bringing anything up."""
+        return self._attached.get(name) or self._let_go.get(name)
 
     def prefetch(self, stacks: Iterable[Stack], parallel: int) -> list[str]:
         """Start bringing these stacks up in the background, at most ``parallel`` at once.
@@ -82,7 +94,55 @@ class StackPool:
             wait([started])  # its outcome is on record either way: read below
         self.run_dir.ensure()
         self._attached[stack.name] = run.attach(run.ensure_up())
+        run.files.hold(os.getpid())
         return self._attached[stack.name]
+
+    def let_go(self, stack: Stack) -> None:
+        """This process is done with the stack (its fixtures on it are finalized)."""
+        attached = self._attached.pop(stack.name, None)
+        if attached is not None:
+            with contextlib.suppress(Exception):
+                attached.close()
+            self._let_go[stack.name] = attached
+        self._run(stack).files.let_go(os.getpid())
+
+    def end_early(self, stack: Stack) -> bool:
+        """Owner only: bring the stack down now, in the background, if every process that held
+        it has let go. A test that asks for it afterwards brings it up again (and the run's
+        teardown ends that one). Returns whether there is nothing left to wait for (the ending
+        started now or before, or a fake: nothing to end)."""
+        if stack.is_fake or stack.name in self._ending:
+            return True
+        run = self._run(stack)
+        if not run.files.all_let_go():
+            return False
+        if self._release_executor is None:
+            self._release_executor = ThreadPoolExecutor(max_workers=2,
+                                                        thread_name_prefix="pytest-stacks-down")
+        self._ending[stack.name] = self._release_executor.submit(self._end_now, run)
+        return True
+
+    def _end_now(self, run: StackRun) -> list[Problem]:
+        with run.files.lock():  # a late acquire waits, then finds no record and starts anew
+            record = run.files.record()
+            if record is None:
+                return []
+            self._ended[run.stack.name] = record
+            with progress.for_stack(run.stack.name), \
+                    progress.step("its tests are over: early teardown"):
+                return run.end(record)
+
+    def _finish_early_ends(self) -> list[Problem]:
+        problems: list[Problem] = []
+        for name, future in sorted(self._ending.items()):
+            try:
+                problems += future.result()
+            except Exception as exc:
+                problems.append(Problem(name, "teardown", f"teardown not proven: {exc}"))
+        if self._release_executor is not None:
+            self._release_executor.shutdown(wait=True)
+            self._release_executor = None
+        return problems
 
     def _ensure_up(self, stack: Stack) -> StackRecord:
         self.run_dir.ensure()
@@ -139,7 +199,7 @@ class StackPool:
         """
         self.release()
         self._stop_prefetch()
-        problems = []
+        problems = self._finish_early_ends()
         for record in self.run_dir.records():
             stack = stacks.get(record.stack)
             if stack is None or stack.name in keep:

@@ -130,6 +130,7 @@ class StackFiles:
         self._record_path = folder / f"{stack}{_RECORD_SUFFIX}"
         self._error_path = folder / f"{stack}{_ERROR_SUFFIX}"
         self._lock_path = folder / f"{stack}.lock"
+        self._holders = folder / f"{stack}.holders"
 
     def lock(self) -> FileLock:
         return FileLock(str(self._lock_path))
@@ -155,6 +156,25 @@ class StackFiles:
 
     def write_error(self, error: InfrastructureError) -> None:
         self._error_path.write_text(json.dumps({"message": error.message, "logs": error.logs}))
+
+    def hold(self, pid: int) -> None:
+        """This process uses the stack (its tests' fixtures hold it)."""
+        self._holders.mkdir(exist_ok=True)
+        (self._holders / f"{pid}.released").unlink(missing_ok=True)
+        (self._holders / f"{pid}.held").touch()
+
+    def let_go(self, pid: int) -> None:
+        """This process's fixtures on the stack are finalized: it will not touch it again
+        unless a later test asks for it (then :meth:`hold` says so again)."""
+        if (self._holders / f"{pid}.held").exists():
+            (self._holders / f"{pid}.released").touch()
+
+    def all_let_go(self) -> bool:
+        """Whether some process held the stack and every one that did has let go of it."""
+        if not self._holders.is_dir():
+            return False
+        held = {p.stem for p in self._holders.glob("*.held")}
+        return bool(held) and held <= {p.stem for p in self._holders.glob("*.released")}
 
     def kept(self) -> list[StackRecord]:
         """Records of this stack kept by ``pytest-stacks up`` (to be borrowed), oldest run

@@ -27,6 +27,7 @@ from pytest_stacks.plugin import (
     fixtures,
     hookspecs,
     outcomes,
+    release,
     reporting,
 )
 from pytest_stacks.plugin.state import STATE, State, setting
@@ -90,6 +91,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                          "error happened is left running for you to look at (how to reach it "
                          "is printed; `pytest-stacks down NAME` ends it). Default: the "
                          "'stacks_keep' ini option, else never.")
+    group.addoption("--stack-release", choices=release.RELEASE_POLICIES, default=None,
+                    help="'early' (default): each stack is brought down as soon as its last "
+                         "test is over and every process is done with it, while the run goes "
+                         "on; 'at-end': every stack stays up until the run ends. Default: the "
+                         "'stacks_release' ini option, else early.")
+    parser.addini("stacks_release", "early or at-end (--stack-release).", default="")
     parser.addini("stacks_unproven", "auto, fail or warn (--stack-unproven).", default="")
     parser.addini("stacks_keep", "never or on-failure (--stack-keep).", default="")
     parser.addini("stacks_results", "Path of the results file (--stack-results).", default="")
@@ -167,8 +174,11 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(reporting.Tracker(current), "pytest-stacks-tracker")
     if current.owner:
         outcomes.unproven_policy(config)  # a bad ini value is a usage error now, not at the end
-        reporting.keep_policy(config)
+        keeping = reporting.keep_policy(config) == "on-failure"
         current.outcomes = outcomes.Outcomes()
+        if release.release_policy(config) == "early":
+            config.pluginmanager.register(release.EarlyRelease(current, keeping),
+                                          "pytest-stacks-release")
         config.pluginmanager.register(
             bringup.BringUp(current, bringup.parallel_setting(config)), "pytest-stacks-bringup")
     if config.pluginmanager.hasplugin("xdist"):

@@ -7,6 +7,7 @@ for it), so a test that asks for a stack without a manifest gets a clear message
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Generator, Sequence
 from typing import Any
 
@@ -64,6 +65,9 @@ def stack(request: pytest.FixtureRequest) -> Stack:
     # A test on a stack runs with the stack up and proven, even if it never submits a job:
     # otherwise a stack that cannot come up could count as having run tests.
     current.pool.acquire(param)
+    # Finalized when this process moves on to another stack (or at its end): from then on the
+    # run's owner may end the stack once its last test is over (plugin.release).
+    request.addfinalizer(functools.partial(current.pool.let_go, param))
     return param
 
 

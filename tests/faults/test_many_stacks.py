@@ -1,5 +1,6 @@
-"""Several real stacks in one run: concurrent bring-up within its bound, an interrupt while
-several come up, and a Docker engine restarted under the run.
+"""Several real stacks in one run: concurrent bring-up within its bound, a stack ended as soon
+as its tests are over, an interrupt while several come up, and a Docker engine restarted under
+the run.
 
 Subprocess sessions against real Slurm stacks, as a user runs them. They need a Docker engine;
 without one they skip, unless PYTEST_STACKS_REQUIRE_DOCKER=1 (CI) makes that a failure.
@@ -87,6 +88,57 @@ def test_stacks_come_up_concurrently_within_the_bound(tmp_path: Path) -> None:
     (a0, a1), (b0, b1) = sorted(one_by_one.values())
     # (startup_s is recorded to the hundredth of a second)
     assert a1 <= b0 + 0.02, f"with --stack-parallel=1 two bring-ups overlapped: {one_by_one}"
+
+
+# Each test writes, for its stack, how many containers of the run's other stacks Docker still
+# has; the owner is this process (single process) or the xdist controller (its parent).
+OTHERS_SEEN = """
+import json, os, pathlib, subprocess, time
+
+def _others(name):
+    owner = os.getppid() if os.environ.get("PYTEST_XDIST_WORKER") else os.getpid()
+    ids = subprocess.run(["docker", "ps", "-aq", "--filter",
+                          f"label=io.pytest-stacks.owner-pid={owner}"],
+                         capture_output=True, text=True, check=True).stdout.split()
+    stacks = subprocess.run(["docker", "inspect", "--format",
+                             '{{index .Config.Labels "io.pytest-stacks.stack"}}', *ids],
+                            capture_output=True, text=True, check=True).stdout.split()
+    return sorted(s for s in stacks if s != name)
+
+def test_others(stack, backend):
+    out = pathlib.Path(os.environ["OTHERS_OUT"])
+    seen = json.loads(out.read_text()) if out.exists() else []
+    others = _others(stack.name)
+    # The second stack's test: the first one's teardown runs in the background from this
+    # test's setup on; wait (bounded) for Docker to show it gone.
+    deadline = time.monotonic() + float(os.environ["OTHERS_WAIT"]) * bool(seen)
+    while others and time.monotonic() < deadline:
+        time.sleep(0.5)
+        others = _others(stack.name)
+    out.write_text(json.dumps(seen + [[stack.name, others]]))
+"""
+
+
+@pytest.mark.parametrize(("how", "extra"), [
+    ("early, one process", []),
+    ("early, xdist", ["-n", "1", "--stack-group"]),
+    ("at-end", ["--stack-release=at-end"]),
+])
+def test_a_stack_ends_as_soon_as_its_tests_are_over(tmp_path: Path, how: str,
+                                                    extra: list[str]) -> None:
+    out = tmp_path / "others.json"
+    cmd = [*_project(tmp_path / "p", OTHERS_SEEN, *STACKS), "--stack-unproven=warn", *extra]
+    result = subprocess.run(cmd, capture_output=True, text=True, timeout=600, check=False,
+                            env={**os.environ, "OTHERS_OUT": str(out),
+                                 "OTHERS_WAIT": "0" if how == "at-end" else "60"})
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
+    (first, seen_first), (second, seen_second) = json.loads(out.read_text())
+    assert {first, second} == set(STACKS)
+    assert seen_first, f"{first}'s test saw no container of {second}: {seen_first}"
+    if how == "at-end":
+        assert second in seen_first and first in seen_second, (first, seen_second)
+    else:  # the first stack's containers were gone (Docker says so) while the second ran
+        assert seen_second == [], f"{first} still had containers: {seen_second}"
 
 
 def test_interrupt_while_several_stacks_come_up_leaves_nothing(tmp_path: Path) -> None:
