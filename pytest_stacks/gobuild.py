@@ -175,6 +175,32 @@ def _download(go: str, module: str, version: str, work: Path, deadline: float) -
     return info
 
 
+_EXACT = re.compile(r"^v\d+\.\d+\.\d+(?:-[0-9A-Za-z.-]+)?$")
+_resolved: dict[tuple[str, str], str] = {}
+
+
+def resolve_version(module: str, query: str, *, timeout: float = 120) -> str:
+    """An exact module version for a pin: an exact ``vX.Y.Z`` as it is; a Go version query
+    (``latest``, ``v1.37``: the newest release of that minor) as the module proxy answers it
+    now, asked once per process. The canary lane floats its pins with queries; what it
+    resolved to is what the build stamps and the stack must report."""
+    if _EXACT.match(query):
+        return query
+    key = (module, query)
+    if key not in _resolved:
+        go = go_binary()
+        where = cache_root()  # outside any go.mod (a user's project must not change it)
+        where.mkdir(parents=True, exist_ok=True)
+        out = _run([go, "list", "-m", "-json", f"{module}@{query}"], where, timeout)
+        version = str(json.loads(out).get("Version", ""))
+        if not _EXACT.match(version):
+            raise GoBuildError(f"the Go module proxy answered {module}@{query} with "
+                               f"{version or 'no version'!r}")
+        progress.say(f"{module}@{query} is {version}")
+        _resolved[key] = version
+    return _resolved[key]
+
+
 def _left(deadline: float) -> float:
     left = deadline - time.monotonic()
     if left <= 0:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -206,6 +206,14 @@ class Stack:
         if self.existing is not None and self.existing.versions:
             return f"the range {self.existing.versions!r}"
         return f"the pin {self.version!r}"
+
+    def floating(self) -> Stack:
+        """The stack as the canary lane builds it: its compose build arguments with the
+        canary's floating ones in place of the pins (an apt version "", a Go query)."""
+        if self.canary is None or self.compose is None or not self.canary.build_args:
+            return self
+        args = {**self.compose.build_args, **self.canary.build_args}
+        return replace(self, compose=replace(self.compose, build_args=args))
 
     def in_lane(self, lane: str) -> bool:
         if lane == "canary":

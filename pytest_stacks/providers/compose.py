@@ -141,6 +141,7 @@ class ComposeProvider:
     def build(self, stack: Stack, ctx: RunContext) -> None:
         """Everything ``up`` makes before it starts anything (base image, programs built on
         the host, the stack's image), so that a later run only starts it. Nothing runs."""
+        stack = stack.floating() if ctx.lane == "canary" else stack
         base, upstream, host_env = self._prepare(stack, ctx)
         if upstream or ctx.lane == "canary":
             return  # an upstream image is pulled, a canary built per run: nothing to keep
@@ -148,6 +149,7 @@ class ComposeProvider:
 
     def up(self, stack: Stack, ctx: RunContext) -> StackInfo:
         assert stack.compose is not None
+        stack = stack.floating() if ctx.lane == "canary" else stack  # the pins' checks too
         for problem in reaper.reap_dead(keep_run=ctx.run_id)[1] if self._engine_ok() else []:
             progress.say(f"could not remove what a dead run left: {problem}")
         base, upstream, host_env = self._prepare(stack, ctx)
@@ -179,9 +181,7 @@ class ComposeProvider:
         """The compose invocation (project, files, ports, environment, image tag): the part of
         the stack's record known before anything starts."""
         assert stack.compose is not None
-        build_args = dict(stack.compose.build_args)
-        if ctx.lane == "canary" and stack.canary is not None:
-            build_args.update(stack.canary.build_args)
+        build_args = dict(stack.compose.build_args)  # floating already in the canary lane
         base_id = dockerutil.image_id(base) if base else ""
         tag = dockerutil.content_tag(stack.compose.directory, build_args, base_id)
         canary_build = ctx.lane == "canary" and not upstream

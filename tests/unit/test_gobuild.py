@@ -62,3 +62,29 @@ def test_programs_of_several_stacks_build_once_each_the_longest_first(
     assert "kubernetes-v1.36.3" in started[:2]  # two at once: submitted first
     assert {"kwok-v0.8.0", "mpi-operator-v0.8.2", "coredns-v1.14.7", "cri-tools-v1.37.0",
             "kubernetes-node-v1.36.3", "kubernetes-kubeadm-v1.36.3"} <= set(started)
+
+
+def test_an_exact_pin_is_kept_and_a_query_is_asked_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    asked: list[list[str]] = []
+
+    def answer(argv: list[str], cwd: object, timeout: float) -> str:
+        asked.append(argv)
+        return '{"Path": "k8s.io/kubernetes", "Version": "v1.38.0", "Query": "latest"}'
+
+    monkeypatch.setattr(gobuild, "_run", answer)
+    monkeypatch.setattr(gobuild, "go_binary", lambda: "go")
+    monkeypatch.setattr(gobuild, "_resolved", {})
+    assert gobuild.resolve_version("k8s.io/kubernetes", "v1.37.2") == "v1.37.2"
+    assert asked == []
+    assert gobuild.resolve_version("k8s.io/kubernetes", "latest") == "v1.38.0"
+    assert gobuild.resolve_version("k8s.io/kubernetes", "latest") == "v1.38.0"
+    assert asked == [["go", "list", "-m", "-json", "k8s.io/kubernetes@latest"]]
+
+
+def test_a_query_the_proxy_answers_without_a_version_is_an_error(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(gobuild, "_run", lambda argv, cwd, timeout: '{"Version": ""}')
+    monkeypatch.setattr(gobuild, "go_binary", lambda: "go")
+    monkeypatch.setattr(gobuild, "_resolved", {})
+    with pytest.raises(gobuild.GoBuildError, match=r"k8s\.io/kubernetes@v1\.99"):
+        gobuild.resolve_version("k8s.io/kubernetes", "v1.99")

@@ -138,3 +138,21 @@ def test_a_kubernetes_pin_moves_with_the_kubernetes_window(tmp_path: Path) -> No
     problems = pin_problems(load(REPO / "manifest.yaml"), wrong)
     assert any("K8S_VERSION: marked depType=leading-edge, but the stack's role is supported "
                "(mpi-operator kubernetes)" in p for p in problems), problems
+
+
+def test_the_canary_floats_a_kubernetes_pin_and_the_pins_checks_follow(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from pytest_stacks import gobuild
+    from pytest_stacks.backends.kubernetes import adapter
+
+    stack = load(Path(__file__).resolve().parents[2] / "manifest.yaml").get("k8s-1.37-mpi-0.8")
+    assert stack.canary is not None and stack.canary.build_args == {"K8S_VERSION": "latest"}
+    monkeypatch.setattr(gobuild, "_resolved", {("k8s.io/kubernetes", "latest"): "v1.38.0"})
+    floating = stack.floating()
+    assert floating.compose is not None and stack.compose is not None
+    assert floating.compose.build_args["K8S_VERSION"] == "latest"
+    assert stack.compose.build_args["K8S_VERSION"] == "v1.37.2"  # the pin itself is untouched
+    builds = adapter.control_plane_builds(floating)
+    assert builds["kubernetes"].requires == {"k8s.io/kubernetes": "v1.38.0"}
+    assert adapter.control_plane_builds(stack)["kubernetes"].requires == {
+        "k8s.io/kubernetes": "v1.37.2"}

@@ -30,7 +30,7 @@ from pytest_stacks.backends.kubernetes.objects import DRIVER_LAUNCHER_ENV, Runti
 from pytest_stacks.backends.kubernetes.shared_namespace import SharedNamespaceClient
 from pytest_stacks.contract import JobClient
 from pytest_stacks.errors import InfrastructureError, StacksError
-from pytest_stacks.gobuild import GoModuleBuild, ensure_built
+from pytest_stacks.gobuild import GoModuleBuild, ensure_built, resolve_version
 from pytest_stacks.manifest import Stack
 from pytest_stacks.polling import poll_until
 from pytest_stacks.transports import Transport
@@ -46,12 +46,20 @@ NODE_NAME = "pytest-stacks-node"
 COREDNS = "/opt/k8s/coredns/bin/coredns"
 
 
+#: The Go module each build argument pins (a canary may float it with a Go version query).
+GO_PINS = {"K8S_VERSION": "k8s.io/kubernetes", "ETCD_VERSION": "go.etcd.io/etcd/server/v3",
+           "KWOK_VERSION": "sigs.k8s.io/kwok", "COREDNS_VERSION": "github.com/coredns/coredns",
+           "MPI_OPERATOR_VERSION": "github.com/kubeflow/mpi-operator"}
+
+
 def _pin(stack: Stack, arg: str) -> str:
+    """The exact version a build argument pins; a Go query (``latest``, ``v1.37``: a canary's
+    floating pin) resolved through the module proxy."""
     value = stack.compose.build_args.get(arg, "") if stack.compose else ""
     if not value:
         raise StacksError(f"stack {stack.name}: compose.build_args.{arg} is not set; it pins a "
                           f"component of the control plane")
-    return value
+    return resolve_version(GO_PINS[arg], value) if arg in GO_PINS else value
 
 
 def runs_pods(stack: Stack) -> bool:
