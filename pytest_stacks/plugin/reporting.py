@@ -10,6 +10,7 @@ import pytest
 
 from pytest_stacks import signals
 from pytest_stacks.errors import INFRA_PREFIX, InfrastructureError, Problem
+from pytest_stacks.lifecycle import StackRecord
 from pytest_stacks.manifest import Stack
 from pytest_stacks.plugin import outcomes
 from pytest_stacks.plugin.fixtures import HANDLES
@@ -284,6 +285,18 @@ def _infra_section(tr: Any) -> None:
                 tr.write_line(content[-8000:])
 
 
+def _components(stack: Stack, record: StackRecord) -> str:
+    """Each component's version as the stack reported it (a canary may float it), where the
+    provider recorded one (``<component>_version`` among the endpoints)."""
+    said = ""
+    for component, pinned in sorted(stack.components.items()):
+        observed = record.info.endpoints.get(f"{component}_version", "")
+        if observed:
+            said += f", {component} {observed}" + ("" if observed == pinned
+                                                  else f" (pinned {pinned})")
+    return said
+
+
 def _stack_line(current: State, stack: Stack) -> str:
     record = current.records.get(stack.name)
     versions = ""
@@ -294,6 +307,7 @@ def _stack_line(current: State, stack: Stack) -> str:
                          else f" (canary: floated from pin {stack.version})")
         if record.client_version:
             versions += f", client {record.client_version}"
+        versions += _components(stack, record)
         if record.info.kept:
             versions += ", borrowed from `pytest-stacks up`"
         else:

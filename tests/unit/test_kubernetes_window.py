@@ -156,3 +156,18 @@ def test_the_canary_floats_a_kubernetes_pin_and_the_pins_checks_follow(
     assert builds["kubernetes"].requires == {"k8s.io/kubernetes": "v1.38.0"}
     assert adapter.control_plane_builds(stack)["kubernetes"].requires == {
         "k8s.io/kubernetes": "v1.37.2"}
+
+
+def test_the_summary_line_says_the_kubernetes_the_stack_reported() -> None:
+    from pytest_stacks.lifecycle import StackRecord
+    from pytest_stacks.plugin.reporting import _components
+    from pytest_stacks.providers.base import StackInfo
+
+    stack = load(Path(__file__).resolve().parents[2] / "manifest.yaml").get("k8s-1.37-mpi-0.8")
+    as_pinned = StackRecord(stack.name, StackInfo("compose", endpoints={
+        "kubernetes_version": "1.37.2"}))
+    floated = StackRecord(stack.name, StackInfo("compose", endpoints={
+        "kubernetes_version": "1.38.0"}))
+    assert _components(stack, as_pinned) == ", kubernetes 1.37.2"
+    assert _components(stack, floated) == ", kubernetes 1.38.0 (pinned 1.37.2)"
+    assert _components(stack, StackRecord(stack.name, StackInfo("compose"))) == ""
