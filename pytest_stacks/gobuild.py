@@ -15,6 +15,7 @@ import json
 import os
 import re
 import shutil
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -177,6 +178,7 @@ def _download(go: str, module: str, version: str, work: Path, deadline: float) -
 
 _EXACT = re.compile(r"^v\d+\.\d+\.\d+(?:-[0-9A-Za-z.-]+)?$")
 _resolved: dict[tuple[str, str], str] = {}
+_resolving = threading.Lock()
 
 
 def resolve_version(module: str, query: str, *, timeout: float = 120) -> str:
@@ -187,6 +189,12 @@ def resolve_version(module: str, query: str, *, timeout: float = 120) -> str:
     if _EXACT.match(query):
         return query
     key = (module, query)
+    with _resolving:  # one answer per process and query, whichever thread asks first
+        return _resolved.get(key) or _resolve(key, timeout)
+
+
+def _resolve(key: tuple[str, str], timeout: float) -> str:
+    module, query = key
     if key not in _resolved:
         go = go_binary()
         where = cache_root()  # outside any go.mod (a user's project must not change it)

@@ -43,8 +43,12 @@ def restore(previous: Any) -> None:
 def deferred() -> Generator[None, None, None]:
     """Hold SIGINT and SIGTERM for the duration: teardown is not interrupted.
 
-    A signal that arrived meanwhile has been answered by finishing teardown: it is consumed
-    rather than delivered, so it cannot interrupt the clean-up that follows.
+    Both are blocked in this thread, and their Python handlers are replaced by one that only
+    notes them: the kernel may hand a signal to any thread that does not block it (a
+    background teardown or bring-up thread), and CPython would then raise KeyboardInterrupt
+    in the main thread all the same. A signal that arrived meanwhile has been answered by
+    finishing teardown: it is consumed rather than delivered, so it cannot interrupt the
+    clean-up that follows.
     """
     mask = {signal.SIGINT, signal.SIGTERM}
     try:
@@ -52,10 +56,21 @@ def deferred() -> Generator[None, None, None]:
     except (ValueError, OSError):
         yield
         return
+    handlers = {}
+    for signum in mask:
+        with contextlib.suppress(ValueError, OSError):  # not the main thread: mask only
+            handlers[signum] = signal.signal(signum, _noted)
     try:
         yield
     finally:
         with contextlib.suppress(ValueError, OSError):
             for signum in signal.sigpending() & mask:
                 signal.sigtimedwait([signum], 0)
+        for signum, handler in handlers.items():
+            with contextlib.suppress(ValueError, OSError):
+                signal.signal(signum, handler)
         signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
+def _noted(signum: int, frame: object) -> None:
+    """During teardown: the signal is answered by finishing it."""

@@ -1,4 +1,4 @@
-"""One bring-up per stack per run, shared by every process of the run, torn down once.
+"""One bring-up per stack per run, shared by every process of the run, torn down by its owner.
 
 The first process that needs a stack takes its lock, brings it up, proves it (readiness, the
 daemon's version against the pin, a functional probe job) and records how to attach. Others wait
@@ -40,6 +40,7 @@ class StackPool:
         self._let_go: dict[str, Attached] = {}  # closed, still telling what it ran against
         self._ended: dict[str, StackRecord] = {}
         self._ending: dict[str, Future[list[Problem]]] = {}
+        self._early_problems: dict[str, list[Problem]] = {}
         self._release_executor: ThreadPoolExecutor | None = None
 
     def _run(self, stack: Stack) -> StackRun:
@@ -52,8 +53,9 @@ class StackPool:
     def records(self) -> list[StackRecord]:
         """The stacks this run brought up, those already ended early included."""
         current = {r.stack: r for r in self.run_dir.records()}
+        ended = dict(self._ended)  # a copy: an early ending may add to it meanwhile
         return sorted([*current.values(),
-                       *(r for n, r in self._ended.items() if n not in current)],
+                       *(r for n, r in ended.items() if n not in current)],
                       key=lambda r: r.stack)
 
     def attached(self, name: str) -> Attached | None:
@@ -93,8 +95,7 @@ class StackPool:
         if started is not None:
             wait([started])  # its outcome is on record either way: read below
         self.run_dir.ensure()
-        self._attached[stack.name] = run.attach(run.ensure_up())
-        run.files.hold(os.getpid())
+        self._attached[stack.name] = run.attach(run.ensure_up(holder=os.getpid()))
         return self._attached[stack.name]
 
     def let_go(self, stack: Stack) -> None:
@@ -108,41 +109,46 @@ class StackPool:
 
     def end_early(self, stack: Stack) -> bool:
         """Owner only: bring the stack down now, in the background, if every process that held
-        it has let go. A test that asks for it afterwards brings it up again (and the run's
-        teardown ends that one). Returns whether there is nothing left to wait for (the ending
-        started now or before, or a fake: nothing to end)."""
+        it has let go (asked again under the stack's lock when the ending runs; a process that
+        took it meanwhile keeps it up until the run's teardown). A test that asks for it after
+        the ending brings it up again, and the run's teardown ends that one. Returns whether
+        there is nothing left to wait for (the ending queued now or before, or a fake)."""
         if stack.is_fake or stack.name in self._ending:
             return True
         run = self._run(stack)
         if not run.files.all_let_go():
             return False
         if self._release_executor is None:
-            self._release_executor = ThreadPoolExecutor(max_workers=2,
-                                                        thread_name_prefix="pytest-stacks-down")
+            self._release_executor = ThreadPoolExecutor(
+                max_workers=2, thread_name_prefix="pytest-stacks-down")
         self._ending[stack.name] = self._release_executor.submit(self._end_now, run)
         return True
 
     def _end_now(self, run: StackRun) -> list[Problem]:
-        with run.files.lock():  # a late acquire waits, then finds no record and starts anew
+        # Under the stack's lock: a process that found the record meanwhile holds it (and the
+        # run's teardown ends it); one that comes later finds no record and starts anew.
+        with run.files.lock():
             record = run.files.record()
-            if record is None:
+            if record is None or not run.files.all_let_go():
                 return []
             self._ended[run.stack.name] = record
             with progress.for_stack(run.stack.name), \
                     progress.step("its tests are over: early teardown"):
                 return run.end(record)
 
-    def _finish_early_ends(self) -> list[Problem]:
-        problems: list[Problem] = []
+    def settle(self) -> None:
+        """Owner only: wait for the early endings still running (their problems are returned
+        by :meth:`teardown`). Done first at the run's end, so the records, the stacks kept and
+        teardown all see them finished."""
         for name, future in sorted(self._ending.items()):
             try:
-                problems += future.result()
+                self._early_problems[name] = future.result()
             except Exception as exc:
-                problems.append(Problem(name, "teardown", f"teardown not proven: {exc}"))
+                self._early_problems[name] = [Problem(name, "teardown",
+                                                      f"teardown not proven: {exc}")]
         if self._release_executor is not None:
             self._release_executor.shutdown(wait=True)
             self._release_executor = None
-        return problems
 
     def _ensure_up(self, stack: Stack) -> StackRecord:
         self.run_dir.ensure()
@@ -198,8 +204,10 @@ class StackPool:
         ``stacks`` are the run's selected stacks by name.
         """
         self.release()
+        self.settle()  # before cancelling anything: an early ending in flight finishes
         self._stop_prefetch()
-        problems = self._finish_early_ends()
+        problems = [p for name in sorted(self._early_problems)
+                    for p in self._early_problems[name]]
         for record in self.run_dir.records():
             stack = stacks.get(record.stack)
             if stack is None or stack.name in keep:

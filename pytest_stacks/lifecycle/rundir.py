@@ -114,7 +114,11 @@ class RunDirectory:
         for path in sorted(self.path.glob(f"*{_RECORD_SUFFIX}")):
             if path.name.endswith(_ERROR_SUFFIX) or path.name == OWNER_FILE:
                 continue
-            out.append(StackRecord.from_json(json.loads(path.read_text())))
+            try:
+                text = path.read_text()
+            except FileNotFoundError:
+                continue  # forgotten meanwhile: that stack's teardown just ended
+            out.append(StackRecord.from_json(json.loads(text)))
         return out
 
     def remove(self) -> None:

@@ -27,18 +27,22 @@ class StackRun:
     files: StackFiles
     ctx: RunContext
 
-    def ensure_up(self) -> StackRecord:
+    def ensure_up(self, holder: int | None = None) -> StackRecord:
         """The stack's record, bringing it up under its lock if no process of the run has yet.
-        A bring-up that failed in any process is raised again, unchanged."""
+        A bring-up that failed in any process is raised again, unchanged. ``holder`` (a pid)
+        is written as holding the stack under the same lock, so the owner never ends a stack
+        between a process finding its record and using it."""
         with self.files.lock():
             error = self.files.error()
             if error is not None:
                 raise error
             record = self.files.record()
-            if record is not None:
-                return record
-            with progress.for_stack(self.stack.name):
-                return self._borrow_kept() or self._bring_up()
+            if record is None:
+                with progress.for_stack(self.stack.name):
+                    record = self._borrow_kept() or self._bring_up()
+            if holder is not None:
+                self.files.hold(holder)
+            return record
 
     def attach(self, record: StackRecord) -> Attached:
         """This process's client of the recorded stack, carrying the versions proven for it."""

@@ -176,7 +176,9 @@ def pytest_configure(config: pytest.Config) -> None:
         outcomes.unproven_policy(config)  # a bad ini value is a usage error now, not at the end
         keeping = reporting.keep_policy(config) == "on-failure"
         current.outcomes = outcomes.Outcomes()
-        if release.release_policy(config) == "early":
+        # Under --dist each every worker runs every test: no stack is over before the end.
+        if (release.release_policy(config) == "early"
+                and getattr(config.option, "dist", "no") != "each"):
             config.pluginmanager.register(release.EarlyRelease(current, keeping),
                                           "pytest-stacks-release")
         config.pluginmanager.register(

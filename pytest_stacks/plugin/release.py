@@ -65,9 +65,10 @@ class EarlyRelease:
             return
         stacks = {s.name: s for s in self._state.selected}
         for name in sorted(self._waiting):
-            if self._keeps_failing and self._failing(name):
-                self._waiting.discard(name)  # kept for a person at the run's end
-            elif pool.end_early(stacks[name]):
+            stack = stacks.get(name)
+            if stack is None or (self._keeps_failing and self._failing(name)):
+                self._waiting.discard(name)  # not the run's, or kept for a person at its end
+            elif pool.end_early(stack):
                 self._waiting.discard(name)
 
     def _failing(self, name: str) -> bool:

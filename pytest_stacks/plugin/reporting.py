@@ -144,14 +144,15 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if not current.owner:
         current.pool.release()
         return
-    current.records = {r.stack: r for r in current.pool.records()}
     selected = {s.name: s for s in current.selected}
-    kept = current.pool.keep(selected, _to_keep(session.config, current),
-                             "a test failed on it or it hit an infrastructure error "
-                             "(--stack-keep=on-failure)")
-    current.notes += [Problem(name, "kept", line, failing=False) for name, line in kept.items()]
     with signals.deferred():
+        current.pool.settle()  # stacks ended early are finished before anything is read
+        current.records = {r.stack: r for r in current.pool.records()}
+        kept = current.pool.keep(selected, _to_keep(session.config, current),
+                                 "a test failed on it or it hit an infrastructure error "
+                                 "(--stack-keep=on-failure)")
         current.closing_problems.extend(current.pool.teardown(selected, keep=kept))
+    current.notes += [Problem(name, "kept", line, failing=False) for name, line in kept.items()]
     if not current.closing_problems and not kept:
         current.pool.run_dir.remove()
     if exitstatus in (pytest.ExitCode.INTERRUPTED, pytest.ExitCode.USAGE_ERROR,

@@ -188,7 +188,7 @@ class ComposeProvider:
         if canary_build:
             # A floating build arg ("" = the suite's newest) hashes the same every week: build
             # afresh under a per-run tag, and remove that image again at teardown.
-            tag = f"canary-{ctx.run_id}"
+            tag = f"canary-{ctx.run_id}-{stack.name}"  # one per stack: each removes its own
         ports = {name: free_port() for name in stack.compose.ports}
         env = {**build_args, **{k: str(v) for k, v in ports.items()},
                registry.BACKENDS[stack.backend].image_tag_variable: tag}
