@@ -116,6 +116,33 @@ start_component() { # name command...: runs it in the background, its output in 
     say "started $name"
 }
 
+# The MPI Operator upstream runs as a Deployment: when it exits, its pod's container is started
+# again (restartPolicy Always). It exits on purpose when it cannot renew its leader lease within
+# its hard-coded 5 s (klog.Fatalf, status 255), which a loaded API server can cause; here it is
+# started again the same way instead of taking the whole stack down. Each restart is written
+# to its log. Every other component exiting still ends the stack (supervise).
+start_restarting_component() { # name command...
+    local name=$1
+    shift
+    (
+        child=""
+        trap '[ -n "$child" ] && kill -TERM "$child" 2>/dev/null; exit 0' TERM INT
+        restarts=0
+        while true; do
+            "$@" >> "$log_dir/$name.log" 2>&1 &
+            child=$!
+            status=0
+            wait "$child" || status=$? # the entrypoint runs under set -e
+            restarts=$((restarts + 1))
+            echo "pytest-stacks: $name exited (status $status); started again" \
+                "(restart $restarts), as its Deployment's pod would be" >> "$log_dir/$name.log"
+            sleep 1
+        done
+    ) &
+    background_pids+=("$!")
+    say "started $name (started again whenever it exits)"
+}
+
 # etcd for the control plane: plain HTTP on loopback, so it needs no certificate and can start
 # while the PKI is made.
 start_etcd() {

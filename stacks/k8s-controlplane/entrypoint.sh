@@ -73,7 +73,7 @@ operator_token=$("$kubectl" -n mpi-operator create token mpi-operator --duration
 write_kubeconfig "$state_dir/operator.kubeconfig" mpi-operator "token=$operator_token"
 unset operator_token
 # KUBECONFIG would win over --kubeConfig: the operator gets only its own credentials.
-start_component mpi-operator env -u KUBECONFIG "$programs_dir/operator/bin/mpi-operator" \
+start_restarting_component mpi-operator env -u KUBECONFIG "$programs_dir/operator/bin/mpi-operator" \
     --kubeConfig="$state_dir/operator.kubeconfig" --lock-namespace=mpi-operator -alsologtostderr
 
 wait "$node_apply" || { say "the kwok node could not be registered (node-apply.log)" >&2; exit 1; }

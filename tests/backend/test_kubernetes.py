@@ -142,6 +142,31 @@ def test_a_stopped_operator_is_an_infrastructure_outcome(backend: Any, stack: St
     assert any("lease" in r for r in verdict.reasons)
 
 
+@pytest.mark.requires("submit", "status")
+def test_an_operator_that_exits_is_started_again_as_its_deployment_would_be(
+        backend: Any, stack: Stack, stack_info: dict[str, Any]) -> None:
+    """Upstream the operator is a Deployment's pod, started again whenever it exits; it exits
+    on purpose (status 255) when a loaded API server lets its 5 s lease renewal lapse. The
+    control-plane stacks run it outside the cluster and start it again the same way: killed
+    here, the container says it started it again, and an MPIJob then runs to its end."""
+    if stack.provider != "compose":
+        pytest.skip("kind runs the operator as its Deployment; the fake has no process")
+    container = stack_info["container"]
+
+    def exec_(*argv: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(["docker", "exec", container, *argv], capture_output=True,
+                              text=True, timeout=30, check=False)
+
+    assert exec_("pkill", "-KILL", "-x", "mpi-operator").returncode == 0, "no operator ran"
+    deadline = time.monotonic() + 30
+    while "started again" not in exec_("cat", "/var/log/k8s/mpi-operator.log").stdout:
+        assert time.monotonic() < deadline, "the operator was not started again"
+        time.sleep(0.5)
+    [handle] = _done(backend, stack, [JobSpec(script="true\n", backend_options=MPI)])
+    [status] = backend.status([handle])
+    assert status.state is JobState.COMPLETED, status
+
+
 class _operator_frozen:
     def __init__(self, backend: Any, stack: Stack, info: dict[str, Any]) -> None:
         self.backend, self.stack, self.info = backend, stack, info
