@@ -43,6 +43,7 @@ class EarlyRelease:
         found = {item.nodeid: item_stack(item) for item in session.items}
         self._expect({nodeid: s.name for nodeid, s in found.items() if s is not None})
 
+    @pytest.hookimpl(optionalhook=True)  # an xdist hook: pytest-xdist may not be installed
     def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
         names = [s.name for s in self._state.selected]
         scopes = {nodeid: stack_scope(nodeid, names) for nodeid in ids}
