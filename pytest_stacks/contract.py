@@ -43,6 +43,10 @@ class JobSpec:
     named in ``outputs`` are what the script leaves there for retrieval. ``backend_options``
     are knobs one driver reads and the others ignore (e.g. the Kubernetes driver's job shape,
     or the simulated outcome on a stack whose pods do not execute).
+
+    ``container`` names an image the payload must run in. A backend that cannot run it there
+    refuses the job at submit (a :class:`SubmitResult` with the reason), never runs it on the
+    bare node instead.
     """
 
     script: str
@@ -54,7 +58,7 @@ class JobSpec:
     cpus: int = 1
     walltime_s: int = 600
     backend_options: Mapping[str, Any] = field(default_factory=dict)
-
+    container: str = ""
 
     @property
     def body(self) -> str:

@@ -78,7 +78,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="Under xdist (-n), send each stack's tests to one worker, so workers "
                          "run different stacks at once (pays when there are at least as many "
                          "stacks as workers).")
-    group.addoption("--stack-unproven", choices=("auto", "fail", "warn"), default=None,
+    group.addoption("--stack-unproven", choices=outcomes.UNPROVEN_POLICIES, default=None,
                     help="A declared capability no passing test required: 'auto' (default) "
                          "fails a whole-suite run and only reports it in a partial one (-k, "
                          "-m, a file or node id); 'fail' always fails; 'warn' never does.")

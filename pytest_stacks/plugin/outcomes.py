@@ -28,7 +28,7 @@ from pytest_stacks.ci.lanes import build_inputs
 from pytest_stacks.ci.scope import ENDED_EARLY, Scope, normalised_path
 from pytest_stacks.errors import StacksError
 from pytest_stacks.manifest import Stack
-from pytest_stacks.plugin.state import PROP_INFRA, PROP_STACK, State, setting
+from pytest_stacks.plugin.state import PROP_INFRA, PROP_STACK, State, choice_setting, setting
 from pytest_stacks.providers import driver_note
 from pytest_stacks.verdicts.results import (
     CapabilityResult,
@@ -153,12 +153,11 @@ def _relative(root: Path, base: Path, arg: str) -> str:
     return normalised_path(shown) + sep + rest
 
 
+UNPROVEN_POLICIES = ("auto", "fail", "warn")
+
+
 def unproven_policy(config: pytest.Config) -> str:
-    policy = setting(config, "stack_unproven", "stacks_unproven", "auto").strip() or "auto"
-    if policy not in ("auto", "fail", "warn"):
-        raise pytest.UsageError(f"pytest-stacks: the ini option stacks_unproven is {policy!r}; "
-                                f"use auto, fail or warn")
-    return policy
+    return choice_setting(config, "stack_unproven", "stacks_unproven", UNPROVEN_POLICIES)
 
 
 @dataclass

@@ -14,18 +14,14 @@ from typing import Any
 
 import pytest
 
-from pytest_stacks.plugin.state import State, item_stack, setting
+from pytest_stacks.plugin.state import State, choice_setting, item_stack
 from pytest_stacks.plugin.xdist import stack_scope
 
 RELEASE_POLICIES = ("early", "at-end")
 
 
 def release_policy(config: pytest.Config) -> str:
-    policy = setting(config, "stack_release", "stacks_release", "early").strip() or "early"
-    if policy not in RELEASE_POLICIES:
-        raise pytest.UsageError(f"pytest-stacks: the ini option stacks_release is {policy!r}; "
-                                f"use {' or '.join(RELEASE_POLICIES)}")
-    return policy
+    return choice_setting(config, "stack_release", "stacks_release", RELEASE_POLICIES)
 
 
 class EarlyRelease:

@@ -18,8 +18,8 @@ from pytest_stacks.plugin.state import (
     PROP_INFRA,
     PROP_STACK,
     State,
+    choice_setting,
     item_stack,
-    setting,
     state,
 )
 
@@ -179,11 +179,7 @@ KEEP_POLICIES = ("never", "on-failure")
 
 
 def keep_policy(config: pytest.Config) -> str:
-    policy = setting(config, "stack_keep", "stacks_keep", "never").strip() or "never"
-    if policy not in KEEP_POLICIES:
-        raise pytest.UsageError(f"pytest-stacks: the ini option stacks_keep is {policy!r}; use "
-                                f"{' or '.join(KEEP_POLICIES)}")
-    return policy
+    return choice_setting(config, "stack_keep", "stacks_keep", KEEP_POLICIES)
 
 
 def _to_keep(config: pytest.Config, current: State) -> list[str]:

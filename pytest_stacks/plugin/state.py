@@ -55,6 +55,18 @@ def setting(config: pytest.Config, option: str, ini: str, default: str = "") -> 
     return str(config.getini(ini) or default)
 
 
+def choice_setting(config: pytest.Config, option: str, ini: str,
+                   choices: tuple[str, ...]) -> str:
+    """A :func:`setting` that must be one of ``choices`` (the first is the default); the
+    command line's choices are pytest's to check, a bad ini value is a usage error naming
+    the ini option and the choices."""
+    value = setting(config, option, ini, choices[0]).strip() or choices[0]
+    if value not in choices:
+        raise pytest.UsageError(f"pytest-stacks: the ini option {ini} is {value!r}; use "
+                                f"{', '.join(choices[:-1])} or {choices[-1]}")
+    return value
+
+
 def item_stack(item: pytest.Item) -> Stack | None:
     """The stack a collected test is parametrised with, if any."""
     callspec = getattr(item, "callspec", None)

@@ -185,7 +185,7 @@ def ensure_node_image(folder: Path, build_args: dict[str, str], base: str, *,
                 for name, build in program_builds(p).items()}
     programs["pause"] = gobuild.ensure_local_built("pause", (folder / PAUSE_SOURCE).resolve(),
                                                    timeout=timeout)
-    preloaded = tuple(sorted(set(preload)))
+    preloaded = tuple(sorted({r for r in preload if r}))  # "": an image the stack has not
     key_text = "\0".join([*(f"{k}={v.name}" for k, v in sorted(programs.items())),
                           *(f"preload={r}@{dockerutil.image_id(r)}" for r in preloaded),
                           folder_digest(folder), dockerutil.image_id(base), RECIPE])

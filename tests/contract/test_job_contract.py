@@ -29,6 +29,8 @@ from pytest_stacks.contract import (
 )
 from pytest_stacks.manifest import Stack
 
+from .nodes import node_containers, on_node
+
 
 def _timeout(stack: Stack) -> float:
     return stack.timeouts.job
@@ -116,17 +118,10 @@ def _processes_with(token: str, stack: Stack, info: dict[str, Any]) -> list[str]
         found = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True,
                                check=True, timeout=30).stdout.splitlines()
         return [line for line in found if token in line and "ps -eo" not in line]
-    label = (f"io.x-k8s.kind.cluster={info['project']}" if stack.provider == "kind"
-             else f"com.docker.compose.project={info['project']}")
-    ids = subprocess.run(["docker", "ps", "-q", "--filter", f"label={label}"],
-                         capture_output=True, text=True, check=True, timeout=30).stdout.split()
-    assert ids, f"no running container of stack {stack.name} ({label})"
     lines = []
-    for container in ids:
-        read = subprocess.run(
-            ["docker", "exec", container, "sh", "-c", "for p in /proc/[0-9]*; do "
-             "tr '\\0' ' ' < $p/cmdline 2>/dev/null; echo; done"],
-            capture_output=True, text=True, timeout=60)
+    for container in node_containers(stack, info):
+        read = on_node(container, "for p in /proc/[0-9]*; do "
+                                  "tr '\\0' ' ' < $p/cmdline 2>/dev/null; echo; done")
         assert read.returncode == 0, f"cannot read the processes of {container}: {read.stderr}"
         lines += [line for line in read.stdout.splitlines() if token in line]
     return lines

@@ -192,6 +192,16 @@ def test_a_bad_unproven_ini_value_is_a_usage_error(project: pytest.Pytester) -> 
     result.stderr.fnmatch_lines(["*stacks_unproven is 'maybe'; use auto, fail or warn*"])
 
 
+@pytest.mark.parametrize(("ini", "choices"), [("stacks_keep", "use never or on-failure"),
+                                              ("stacks_release", "use early or at-end")])
+def test_bad_keep_and_release_ini_values_are_usage_errors(project: pytest.Pytester, ini: str,
+                                                          choices: str) -> None:
+    project.makeini(f"[pytest]\nstacks_manifest = manifest.yaml\n{ini} = sometimes\n")
+    result = project.runpytest("--stack=fake-slurm")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"*{ini} is 'sometimes'; {choices}*"])
+
+
 def test_a_failing_test_fails_its_capabilities(project: pytest.Pytester) -> None:
     project.path.joinpath("suite", "test_more.py").write_text(
         "import pytest\n\n@pytest.mark.requires('outputs.repeatable')\n"

@@ -65,6 +65,11 @@ class Schedd(Protocol):
     def history(self, constraint: str = "true", projection: Sequence[str] = (),
                 match: int = -1) -> list[dict[str, Any]]: ...
 
+    def slot_ads(self, constraint: str = "true",
+                 projection: Sequence[str] = ()) -> list[dict[str, Any]]:
+        """The slot (startd) ads the pool's collector holds that match ``constraint``."""
+        ...
+
     def daemon_version(self) -> str:
         """The schedd's ``CondorVersion`` string."""
         ...

@@ -32,10 +32,12 @@ def _plain(value: Any) -> Any:
 class BindingsSchedd:
     """A thin wrapper over ``htcondor2.Schedd`` that speaks the :class:`Schedd` interface."""
 
-    def __init__(self, htcondor2: Any, schedd_ad: Any, token_dir: Path | None = None) -> None:
+    def __init__(self, htcondor2: Any, schedd_ad: Any, token_dir: Path | None = None,
+                 collector: str | None = None) -> None:
         self._h = htcondor2
         self._ad = schedd_ad
         self._token_dir = token_dir
+        self._collector = collector
         self._schedd = htcondor2.Schedd(schedd_ad)
 
     @classmethod
@@ -69,7 +71,7 @@ class BindingsSchedd:
             raise BackendCallError(
                 f"expected exactly one schedd at {collector}"
                 f"{f' named {schedd_name!r}' if schedd_name else ''}, found {names or 'none'}")
-        return cls(htcondor2, ads[0], Path(token_dir))
+        return cls(htcondor2, ads[0], Path(token_dir), collector)
 
     def _call(self, what: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
         if self._token_dir is not None:  # another stack in this process may have moved it
@@ -115,6 +117,13 @@ class BindingsSchedd:
                 match: int = -1) -> list[dict[str, Any]]:
         ads = self._call("history", self._schedd.history, constraint, list(projection),
                          match=match)
+        return [{k: _plain(v) for k, v in ad.items()} for ad in ads]
+
+    def slot_ads(self, constraint: str = "true",
+                 projection: Sequence[str] = ()) -> list[dict[str, Any]]:
+        collector = self._h.Collector(self._collector) if self._collector else self._h.Collector()
+        ads = self._call("slot query", collector.query, self._h.AdType.Startd, constraint,
+                         list(projection))
         return [{k: _plain(v) for k, v in ad.items()} for ad in ads]
 
     def daemon_version(self) -> str:

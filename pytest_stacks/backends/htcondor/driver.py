@@ -1,10 +1,8 @@
 """The reference HTCondor driver: the job contract over a small schedd interface.
 
-The driver talks to a :class:`Schedd` (below): a handful of calls that the real
-``htcondor2.Schedd`` answers through a thin wrapper (:class:`BindingsSchedd`) and the in-process
-double answers directly (:class:`pytest_stacks.backends.htcondor.fake.FakeSchedd`), so the fake
-lane exercises this very code. The interface lives in :mod:`.api`, which neither side owns,
-so the driver never imports the double.
+The driver talks to a :class:`Schedd` (:mod:`.api`, owned by neither side): a handful of
+calls the real ``htcondor2.Schedd`` answers through :class:`BindingsSchedd` and the in-process
+double answers directly, so the fake lane exercises this very code.
 
 Each job is one cluster of one proc, submitted with spooling (the pool shares no filesystem
 with the client): the spec's script becomes the executable, its inputs are written to a
@@ -21,9 +19,8 @@ Output retrieval, the ``output_retrieval`` option (``stack.options`` or :meth:`w
 
 ``"repeatable"`` (the default)
     Submit sets ``leave_in_queue`` to the pre-25.8.2 10-day expression, so a completed job stays
-    in the queue and a second fetch returns the same files, whatever the client version. This
-    is the default because the contract advertises ``outputs.repeatable`` and because a client
-    upgrade must not silently change what a test suite sees.
+    in the queue and a second fetch returns the same files, whatever the client version: a
+    client upgrade must not silently change what a test suite sees.
 ``"one-shot"``
     No override: the submitting client's own default applies. A 25.8.2+ client (HTCONDOR-3508,
     e.g. the PyPI ``htcondor`` 25.14 bindings) writes an expression under which the job leaves
@@ -46,6 +43,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pytest_stacks.backends.htcondor import containers
 from pytest_stacks.backends.htcondor.api import Schedd, ScheddError, parse_condor_version
 from pytest_stacks.backends.htcondor.bindings import BindingsSchedd
 from pytest_stacks.backends.htcondor.diagnostics import describe_jobs
@@ -87,8 +85,7 @@ NEW_LEAVE_IN_QUEUE = (
     "JobStatus == 4 && (time() - (CompletionDate ?: time())) < 864000 && "
     "(StageOutFinish ?: 0) < EnteredCurrentStatus"
 )
-ONE_SHOT_SINCE = (25, 8, 2)
-OUTPUT_RETRIEVAL_MODES = ("repeatable", "one-shot")
+ONE_SHOT_SINCE, OUTPUT_RETRIEVAL_MODES = (25, 8, 2), ("repeatable", "one-shot")
 ONE_SHOT_GONE = ("job left the queue after an earlier retrieval (one-shot output retrieval, "
                  "HTCondor 25.8.2+ client); its outputs are gone")
 
@@ -226,7 +223,12 @@ class HTCondorClient:
         return results
 
     def _describe(self, spec: JobSpec, root: Path) -> dict[str, str]:
-        """Only repeatable retrieval overrides the client's own ``LeaveJobInQueue``."""
+        """Only repeatable retrieval overrides the client's own ``LeaveJobInQueue``. A
+        container job is refused unless a slot advertises a runtime (:mod:`.containers`)."""
+        if spec.container and (refused := containers.refusal(spec.container, self._call(
+                "slot query", self._schedd.slot_ads, containers.RUNTIME_CONSTRAINT,
+                containers.RUNTIME_PROJECTION))):
+            raise ValueError(refused)
         leave = OLD_LEAVE_IN_QUEUE if self.output_retrieval == "repeatable" else None
         return describe_job(spec, root, leave)
 

@@ -377,6 +377,12 @@ class RemoteCliSchedd:
             argv += ["-match", str(match)]
         return parse_json_ads(self._run("history", argv, idempotent=True).stdout)
 
+    def slot_ads(self, constraint: str = "true",
+                 projection: Sequence[str] = ()) -> list[dict[str, Any]]:
+        argv = ["condor_status", "-json", "-constraint", constraint,
+                *(["-attributes", ",".join(projection)] if projection else [])]
+        return parse_json_ads(self._run("slot query", argv, idempotent=True).stdout)
+
     def daemon_version(self) -> str:
         """The schedd's ``CondorVersion`` as the collector has it (one schedd in the pool),
         else the login node's installation, which is the one the schedd runs there."""

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_stacks.backends.htcondor.api import STATUS_NAMES
+from pytest_stacks.backends.htcondor.containers import container_universe
 from pytest_stacks.contract import JobHandle, JobSpec, JobState, JobStatus
 
 STDOUT_FILE = ".pytest-stacks.out"
@@ -72,6 +73,8 @@ def describe_job(spec: JobSpec, root: Path, leave_in_queue: str | None) -> dict[
         description["transfer_output_files"] = ",".join(spec.outputs)
     if leave_in_queue is not None:
         description["leave_in_queue"] = leave_in_queue
+    if spec.container:
+        description.update(container_universe(spec.container))
     return description
 
 

@@ -5,7 +5,8 @@ and pure readers of the state the API server stores in them.
 
 - ``shape``: ``"pod"`` (one Pod) or ``"mpijob"`` (one kubeflow.org/v2beta1 MPIJob);
 - ``workers``: MPIJob worker replicas;
-- ``image``: the container image (pin it by digest on a real stack);
+- ``image``: the container image (pin it by digest on a real stack); a job's own
+  ``JobSpec.container`` comes first: every container of the job runs in that image;
 - ``exit_code`` (int, default 0), ``message`` (str), ``keep_running`` (bool): the simulated
   outcome. **Pods do not execute on a kwok-based stack**: the script is carried in the pod
   for the record, but what a pod ends with is exactly what these annotations say, read by a
@@ -98,7 +99,7 @@ def options_of(spec: JobSpec, *, shape: str, workers: int, image: str,
     opts = JobOptions(
         shape=str(raw.get("shape", shape)),
         workers=_int(raw, "workers", workers),
-        image=str(raw.get("image", image)),
+        image=spec.container or str(raw.get("image", image)),
         exit_code=_int(raw, "exit_code", 0),
         message=str(raw.get("message", "")),
         keep_running=_bool(raw, "keep_running"),

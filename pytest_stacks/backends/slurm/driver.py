@@ -14,7 +14,7 @@ import uuid
 from collections.abc import Sequence
 from pathlib import Path
 
-from pytest_stacks.backends.slurm import parse
+from pytest_stacks.backends.slurm import containers, parse
 from pytest_stacks.contract import (
     ActionResult,
     ChannelTap,
@@ -86,6 +86,7 @@ class SlurmClient:
         for spec in specs:
             workdir = f"{self._job_root}/{uuid.uuid4().hex[:12]}"
             try:
+                container = self._container(spec)
                 files = dict(spec.inputs)
                 files[SCRIPT_NAME] = _wrap_script(spec).encode()
                 self._transport.put_files(workdir, files, user=self._user)
@@ -94,7 +95,7 @@ class SlurmClient:
                     f"--job-name={self._job_name(spec)}", *self._tagged(),
                     f"--output={workdir}/slurm-%j.out", f"--error={workdir}/slurm-%j.err",
                     f"--cpus-per-task={spec.cpus}", f"--time={max(1, -(-spec.walltime_s // 60))}",
-                    *_placement(spec), f"{workdir}/{SCRIPT_NAME}", *spec.args,
+                    *_placement(spec), *container, f"{workdir}/{SCRIPT_NAME}", *spec.args,
                 ]
                 result = self._run(*argv, check=False)
                 if not result.ok:
@@ -107,6 +108,18 @@ class SlurmClient:
             self._workdirs[job_id] = workdir
             results.append(SubmitResult(JobHandle(self._stack, job_id)))
         return results
+
+    def _container(self, spec: JobSpec) -> list[str]:
+        """sbatch's container option, or ValueError with why Slurm cannot run it here
+        (:mod:`.containers`); before 21.08 sbatch itself answers the option."""
+        if not spec.container:
+            return []
+        version = self.versions()["daemon"]
+        if not at_least(version, containers.OCI_SINCE):
+            return [f"--container={spec.container}"]
+        conf = containers.oci_conf_path(self._run("scontrol", "show", "config").stdout)
+        configured = self._transport.run(["test", "-e", conf], user=self._user).ok
+        return containers.container_option(spec.container, version, conf, configured)
 
     def _job_name(self, spec: JobSpec) -> str:
         return f"{RUN_PREFIX}{self._run_tag[-8:]}-{spec.name}" if self._run_tag else spec.name

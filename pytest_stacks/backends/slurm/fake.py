@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pytest_stacks.transports import CommandResult
+from pytest_stacks.versions import at_least
 
 
 @dataclass
@@ -94,7 +95,7 @@ class FakeSlurmHost:
             handler = {
                 "sinfo": self._sinfo, "sbatch": self._sbatch, "squeue": self._squeue,
                 "scontrol": self._scontrol, "sacct": self._sacct, "scancel": self._scancel,
-                "ls": self._ls, "rm": self._rm,
+                "ls": self._ls, "rm": self._rm, "test": self._test,
             }.get(argv[0])
             if handler is None:
                 return CommandResult(argv, 127, "", f"{argv[0]}: command not found\n")
@@ -124,6 +125,10 @@ class FakeSlurmHost:
                 opts[arg] = ""
         if not rest:
             return self._err(argv, "sbatch: error: Batch script is empty!\n")
+        if "--container" in opts and not at_least(self.version, (21, 8)):  # seen on 20.11.9
+            return self._err(argv, f"sbatch: unrecognized option '--container="
+                                   f"{opts['--container']}'\nTry \"sbatch --help\" for more "
+                                   "information\n")
         workdir = opts.get("--chdir", "/")
         if not self._path(workdir).is_dir():
             return self._err(argv, f"sbatch: error: chdir({workdir}): No such file or directory\n")
@@ -279,6 +284,9 @@ class FakeSlurmHost:
             if job is None:
                 return self._err(argv, "slurm_load_jobs error: Invalid job id specified\n")
             return self._ok(argv, self._scontrol_line(job).replace(" ", "\n   ") + "\n")
+        if args[:2] == ["show", "config"]:  # the one line the driver reads
+            return self._ok(argv, f"SLURM_CONF              = /etc/slurm/slurm.conf\n"
+                                  f"SLURM_VERSION           = {self.version}\n")
         if args[:1] == ["ping"]:
             return self._ok(argv, "Slurmctld(primary) at localhost is UP\n")
         return self._err(argv, f"scontrol: error: Invalid command: {' '.join(args)}\n")
@@ -322,6 +330,11 @@ class FakeSlurmHost:
             self._complete(job)
         text = "".join(errors)
         return CommandResult(argv, 1 if text else 0, "", text)
+
+    def _test(self, argv: tuple[str, ...], user: str) -> CommandResult:
+        """``test -e PATH`` in the fake's file tree (no ``/etc/slurm/oci.conf``: no containers,
+        as on every stack of ours)."""
+        return self._ok(argv) if self._path(argv[-1]).exists() else self._err(argv, "")
 
     def _ls(self, argv: tuple[str, ...], user: str) -> CommandResult:
         path = self._path(argv[-1])

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_stacks.backends.htcondor.api import ScheddError, Submitted, parse_condor_version
+from pytest_stacks.backends.htcondor.fake import startd
 from pytest_stacks.backends.htcondor.fake.classad import ERROR, UNDEFINED, ClassAdSyntaxError, Expr
 from pytest_stacks.backends.htcondor.fake.job import Job
 from pytest_stacks.backends.htcondor.fake.starter import (
@@ -64,8 +65,6 @@ class FakeSchedd:
         self._closed = False
         self._log_line(f"** condor_schedd (fake) {self.version} starting, client "
                        f"{self.client}, PERIODIC_EXPR_INTERVAL={self.periodic_expr_interval}")
-
-    # -------------------------------------------------------------- versions
 
     def daemon_version(self) -> str:
         return f"$CondorVersion: {self.version} (pytest-stacks fake) $"
@@ -254,6 +253,11 @@ class FakeSchedd:
                 if expr.is_true(ad, now):
                     out.append(self._project(ad, projection))
             return out
+
+    def slot_ads(self, constraint: str = "true",
+                 projection: Sequence[str] = ()) -> list[dict[str, Any]]:
+        return startd.matching(self.slots, self.version, self._constraint(constraint),
+                               projection)
 
     @staticmethod
     def _constraint(text: str) -> Expr:
