@@ -47,6 +47,12 @@ class JobSpec:
     ``container`` names an image the payload must run in. A backend that cannot run it there
     refuses the job at submit (a :class:`SubmitResult` with the reason), never runs it on the
     bare node instead.
+
+    Staging on the resource side: ``remote_inputs`` (name -> ``s3://HOST[:PORT]/BUCKET/KEY``)
+    are downloaded *by the resource* into the working directory before the script starts, and
+    ``remote_outputs`` (name -> URL) are uploaded by it after the script ends; the client
+    never holds the bytes. ``credentials`` is a reference, never the secret: the directory on
+    the nodes that holds the key pair (``access_key``, ``secret_key``) to sign with.
     """
 
     script: str
@@ -59,6 +65,9 @@ class JobSpec:
     walltime_s: int = 600
     backend_options: Mapping[str, Any] = field(default_factory=dict)
     container: str = ""
+    remote_inputs: Mapping[str, str] = field(default_factory=dict)
+    remote_outputs: Mapping[str, str] = field(default_factory=dict)
+    credentials: str = ""
 
     @property
     def body(self) -> str:

@@ -27,7 +27,7 @@ from pytest_stacks import dockerutil, progress, registry
 from pytest_stacks.errors import InfrastructureError, StacksError
 from pytest_stacks.gobuild import GoModuleBuild
 from pytest_stacks.manifest import Stack
-from pytest_stacks.providers import images, preflight, reaper, stack_adapter
+from pytest_stacks.providers import images, object_store, preflight, reaper, stack_adapter
 from pytest_stacks.providers.access import access_for
 from pytest_stacks.providers.base import Attached, RunContext, StackInfo
 from pytest_stacks.providers.labels import LABEL_STACK
@@ -62,6 +62,10 @@ def _override(stack: Stack, ctx: RunContext, run_dir: Path) -> Path:
         doc["networks"][name] = {"labels": labels}
     if source.get("volumes"):
         doc["volumes"] = {name: {"labels": labels} for name in source["volumes"]}
+    store = object_store.override(stack, labels, list(source.get("services", {})))
+    for name, service in store.get("services", {}).items():
+        doc["services"].setdefault(name, {}).update(service)
+    doc.setdefault("volumes", {}).update(store.get("volumes", {}))
     path = run_dir / f"{stack.name}.compose.override.yaml"
     path.write_text(yaml.safe_dump(doc, sort_keys=True))
     return path
@@ -131,12 +135,15 @@ class ComposeProvider:
             if upstream:
                 images.ensure_image(upstream, refresh=ctx.lane == "canary")
             host_env = stack_adapter(stack).host_environment(stack, stack.timeouts.build)
+            host_env.update(object_store.host_environment(stack, base, stack.timeouts.build))
         except StacksError as exc:
             raise InfrastructureError(stack.name, str(exc)) from None
         return base, upstream, host_env
 
     def programs(self, stack: Stack) -> list[GoModuleBuild]:
-        return stack_adapter(stack).host_programs(stack)
+        store = object_store.config_of(stack)
+        return [*stack_adapter(stack).host_programs(stack),
+                *([object_store.program(store)] if store else [])]
 
     def build(self, stack: Stack, ctx: RunContext) -> None:
         """Everything ``up`` makes before it starts anything (base image, programs built on
@@ -221,10 +228,11 @@ class ComposeProvider:
         services = {c.labels.get("com.docker.compose.service", ""): DockerExecTransport(c)
                     for c in self._containers(info)}
         try:
+            object_store.wait_ready(stack, services, stack.timeouts.ready)
             endpoints.update(access_for(stack).endpoints(stack, ctx, info, services))
-        except InfrastructureError as exc:
-            raise InfrastructureError(stack.name, exc.message, self._compose_logs(info)) \
-                from None
+        except StacksError as exc:
+            message = exc.message if isinstance(exc, InfrastructureError) else str(exc)
+            raise InfrastructureError(stack.name, message, self._compose_logs(info)) from None
         return str(container.id), endpoints
 
     def _stopped_services(self, info: StackInfo) -> str:

@@ -53,6 +53,18 @@ if [ -f "$conf_dir/cgroup.conf" ]; then
     log "cgroup.conf: $(tr '\n' ' ' < "$conf_dir/cgroup.conf")"
 fi
 
+# --- The stack's object store, if it has one ------------------------------------
+# Its container makes a CA per run and shares it in this volume: trusted here like a site's
+# CA is on its nodes, so a job's own curl verifies the store (the store writes it within a
+# second of starting, beside us).
+store_ca=/run/pytest-stacks/store-trust/ca.crt
+if [ -d "${store_ca%/*}" ]; then
+    for _ in $(seq 1 300); do [ -s "$store_ca" ] && break; sleep 0.1; done
+    [ -s "$store_ca" ] || { log "the object store never shared its CA ($store_ca)"; exit 1; }
+    cat "$store_ca" >> /etc/ssl/certs/ca-certificates.crt
+    log "trusting the object store's CA"
+fi
+
 # --- Directories -------------------------------------------------------------
 install -d -o slurm -g slurm -m 0755 /var/lib/slurm /var/lib/slurm/slurmctld "$log_dir" /run/slurm
 install -d -m 0755 /var/lib/slurm/slurmd

@@ -14,7 +14,7 @@ import uuid
 from collections.abc import Sequence
 from pathlib import Path
 
-from pytest_stacks.backends.slurm import containers, parse
+from pytest_stacks.backends.slurm import containers, parse, staging
 from pytest_stacks.contract import (
     ActionResult,
     ChannelTap,
@@ -52,6 +52,7 @@ class SlurmClient:
         self._job_root = job_root.rstrip("/")
         self._completion_user = completion_user
         self._workdirs: dict[str, str] = {}
+        self._staged: dict[str, frozenset[str]] = {}  # job -> names the node stages itself
         self._has_json: bool | None = None
         self._version: str | None = None
 
@@ -87,6 +88,7 @@ class SlurmClient:
             workdir = f"{self._job_root}/{uuid.uuid4().hex[:12]}"
             try:
                 container = self._container(spec)
+                staging.check(spec)
                 files = dict(spec.inputs)
                 files[SCRIPT_NAME] = _wrap_script(spec).encode()
                 self._transport.put_files(workdir, files, user=self._user)
@@ -106,6 +108,7 @@ class SlurmClient:
                 results.append(SubmitResult(None, str(exc)))
                 continue
             self._workdirs[job_id] = workdir
+            self._staged[job_id] = frozenset({*spec.remote_inputs, *spec.remote_outputs})
             results.append(SubmitResult(JobHandle(self._stack, job_id)))
         return results
 
@@ -200,7 +203,9 @@ class SlurmClient:
             if not listing.ok:
                 results.append(OutputResult(handle, error="outputs are gone (purged?)"))
                 continue
-            names = [n for n in listing.stdout.split("\n") if n and n != SCRIPT_NAME]
+            staged = self._staged.get(handle.job_id, frozenset())  # never through the client
+            names = [n for n in listing.stdout.split("\n")
+                     if n and n != SCRIPT_NAME and n not in staged]
             contents = self._transport.get_files(workdir, names)
             target = dest / handle.job_id
             target.mkdir(parents=True, exist_ok=True)
@@ -282,4 +287,4 @@ def _wrap_script(spec: JobSpec) -> str:
     Exporting here rather than with ``--export=K=V`` keeps values with commas intact.
     """
     exports = "".join(f"export {k}={shlex.quote(v)}\n" for k, v in spec.env.items())
-    return f"#!/bin/bash\n{exports}{spec.body}\n"
+    return staging.staged(spec, exports)

@@ -1,0 +1,119 @@
+"""Staging on the resource side, through the stack's real object store: the resource downloads
+a job's remote inputs and uploads its remote outputs; the harness never touches the bytes.
+
+The proof is the store's, never the client's: what arrived is read on the store's own disk,
+and its access log must show every request for the job's objects coming from the batch nodes'
+addresses (the client has no route to the store and no keys; these tests check the log
+anyway). The test seeds inputs on the store's disk, so no S3 request of its own is logged.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_stacks.contract import (
+    TERMINAL,
+    JobClient,
+    JobSpec,
+    JobState,
+    submitted,
+    wait_for,
+)
+from pytest_stacks.manifest import Stack
+
+from .store import Store
+
+ENDED = TERMINAL | {JobState.HELD}  # HTCondor holds a job whose transfer failed
+
+
+def _only_nodes_asked(store: Store, key: str, operation: str) -> None:
+    requests = store.requests(key)
+    assert requests, f"the store never saw a request for {key}"
+    nodes = store.node_addresses()
+    strangers = [r for r in requests if r.client not in nodes]
+    assert not strangers, f"requests for {key} from outside the batch nodes {nodes}: {strangers}"
+    assert any(r.operation == operation and r.status == 200 for r in requests), requests
+
+
+@pytest.mark.requires("submit", "status", "outputs", "inputs.remote")
+def test_a_remote_input_reaches_the_job_byte_for_byte(backend: JobClient, stack: Stack,
+                                                      stack_info: dict[str, Any],
+                                                      tmp_path: Path) -> None:
+    store = Store.of(stack, stack_info)
+    payload = os.urandom(256 * 1024) + b"\x00\r\n"
+    key = store.key("in")
+    store.seed(key, payload)
+    spec = JobSpec(script="sha256sum input.bin | cut -d' ' -f1 > digest.txt\n",
+                   remote_inputs={"input.bin": store.url(key)}, credentials=store.credentials,
+                   outputs=("digest.txt",))
+    [handle] = submitted(backend.submit([spec]))
+    [status] = wait_for(backend, [handle], until=ENDED, timeout=stack.timeouts.job)
+    assert status.state is JobState.COMPLETED, status
+    [result] = backend.fetch_outputs([handle], tmp_path)
+    assert result.ok, result.error
+    assert "input.bin" not in result.files, "the input came back through the client"
+    assert result.files["digest.txt"].read_text().strip() == hashlib.sha256(payload).hexdigest()
+    _only_nodes_asked(store, key, "s3_GetObject")
+
+
+@pytest.mark.requires("submit", "status", "outputs", "outputs.remote")
+def test_a_remote_output_reaches_the_store_byte_for_byte(backend: JobClient, stack: Stack,
+                                                         stack_info: dict[str, Any],
+                                                         tmp_path: Path) -> None:
+    store = Store.of(stack, stack_info)
+    key = store.key("out")
+    spec = JobSpec(script="head -c 262144 /dev/urandom > result.bin\n"
+                          "sha256sum result.bin | cut -d' ' -f1 > digest.txt\n",
+                   remote_outputs={"result.bin": store.url(key)}, credentials=store.credentials,
+                   outputs=("digest.txt",))
+    [handle] = submitted(backend.submit([spec]))
+    [status] = wait_for(backend, [handle], until=ENDED, timeout=stack.timeouts.job)
+    assert status.state is JobState.COMPLETED, status
+    [result] = backend.fetch_outputs([handle], tmp_path)
+    assert result.ok, result.error
+    assert "result.bin" not in result.files, "the output came back through the client"
+    digest = result.files["digest.txt"].read_text().strip()
+    assert store.sha256(key) == digest, "what arrived in the store is not what the job wrote"
+    _only_nodes_asked(store, key, "s3_PutObject")
+
+
+FAILURES = {
+    "a missing object": lambda store, key: JobSpec(
+        script="cat input.bin\n", remote_inputs={"input.bin": store.url(key)},
+        credentials=store.credentials),
+    "credentials the store never issued": lambda store, key: JobSpec(
+        script="cat input.bin\n", remote_inputs={"input.bin": store.url(key)},
+        credentials=store.unknown_credentials),
+    "an upload the store refuses": lambda store, key: JobSpec(
+        script="echo kept > result.bin\n",
+        remote_outputs={"result.bin": store.url(key, bucket="no-such-bucket")},
+        credentials=store.credentials),
+}
+
+
+@pytest.mark.parametrize("failure", list(FAILURES))
+@pytest.mark.requires("submit", "status", "inputs.remote", "outputs.remote")
+def test_a_failed_transfer_ends_the_job_with_the_reason(backend: JobClient, stack: Stack,
+                                                        stack_info: dict[str, Any],
+                                                        failure: str) -> None:
+    """Never a hang and never a success: the job fails (or, on HTCondor, is held) with the
+    backend's own words, and the store logged the refused request from a node."""
+    store = Store.of(stack, stack_info)
+    key = store.key("fail")
+    if failure == "credentials the store never issued":
+        store.seed(key, b"never read\n")
+    [handle] = submitted(backend.submit([FAILURES[failure](store, key)]))
+    [status] = wait_for(backend, [handle], until=ENDED, timeout=stack.timeouts.job)
+    assert status.state in (JobState.FAILED, JobState.HELD), status
+    if status.state is JobState.HELD:
+        assert "transfer" in status.reason.lower(), status
+    else:
+        assert status.exit_code not in (None, 0), status
+    refused = store.requests(key)
+    assert refused and all(r.status >= 400 for r in refused), refused
+    assert {r.client for r in refused} <= store.node_addresses(), refused
