@@ -19,16 +19,28 @@ import pytest
 from pytest_stacks.contract import (
     TERMINAL,
     JobClient,
+    JobHandle,
     JobSpec,
     JobState,
+    JobStatus,
     submitted,
-    wait_for,
 )
 from pytest_stacks.manifest import Stack
+from pytest_stacks.polling import poll_until
 
 from .store import Store
 
-ENDED = TERMINAL | {JobState.HELD}  # HTCondor holds a job whose transfer failed
+
+def _ended(backend: JobClient, handle: JobHandle, timeout: float) -> JobStatus:
+    """The job's status once it finished, or once it is held for a reason other than the
+    spooling hold a spooled HTCondor job starts in (HTCondor holds a job whose transfer
+    failed: that is how it ends there)."""
+    def over(status: JobStatus) -> bool:
+        return status.state in TERMINAL or (status.state is JobState.HELD
+                                            and "spooling" not in status.reason.lower())
+
+    return poll_until(lambda: backend.status([handle])[0], over, timeout=timeout,
+                      interval=0.5, first_interval=0.1)
 
 
 def _only_nodes_asked(store: Store, key: str, operation: str) -> None:
@@ -52,7 +64,7 @@ def test_a_remote_input_reaches_the_job_byte_for_byte(backend: JobClient, stack:
                    remote_inputs={"input.bin": store.url(key)}, credentials=store.credentials,
                    outputs=("digest.txt",))
     [handle] = submitted(backend.submit([spec]))
-    [status] = wait_for(backend, [handle], until=ENDED, timeout=stack.timeouts.job)
+    status = _ended(backend, handle, stack.timeouts.job)
     assert status.state is JobState.COMPLETED, status
     [result] = backend.fetch_outputs([handle], tmp_path)
     assert result.ok, result.error
@@ -72,7 +84,7 @@ def test_a_remote_output_reaches_the_store_byte_for_byte(backend: JobClient, sta
                    remote_outputs={"result.bin": store.url(key)}, credentials=store.credentials,
                    outputs=("digest.txt",))
     [handle] = submitted(backend.submit([spec]))
-    [status] = wait_for(backend, [handle], until=ENDED, timeout=stack.timeouts.job)
+    status = _ended(backend, handle, stack.timeouts.job)
     assert status.state is JobState.COMPLETED, status
     [result] = backend.fetch_outputs([handle], tmp_path)
     assert result.ok, result.error
@@ -108,7 +120,7 @@ def test_a_failed_transfer_ends_the_job_with_the_reason(backend: JobClient, stac
     if failure == "credentials the store never issued":
         store.seed(key, b"never read\n")
     [handle] = submitted(backend.submit([FAILURES[failure](store, key)]))
-    [status] = wait_for(backend, [handle], until=ENDED, timeout=stack.timeouts.job)
+    status = _ended(backend, handle, stack.timeouts.job)
     assert status.state in (JobState.FAILED, JobState.HELD), status
     if status.state is JobState.HELD:
         assert "transfer" in status.reason.lower(), status

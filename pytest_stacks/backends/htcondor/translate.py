@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from pytest_stacks.backends.htcondor import staging
 from pytest_stacks.backends.htcondor.api import STATUS_NAMES
 from pytest_stacks.backends.htcondor.containers import container_universe
 from pytest_stacks.contract import JobHandle, JobSpec, JobState, JobStatus
@@ -35,6 +36,7 @@ def describe_job(spec: JobSpec, root: Path, leave_in_queue: str | None) -> dict[
     keeps the client's own. Raises ValueError for a spec HTCondor cannot carry faithfully.
     """
     _check_spec(spec, root)
+    staging.check(spec, set(spec.inputs))
     inputs = root / "inputs"
     iwd = root / "iwd"
     inputs.mkdir(parents=True)
@@ -66,11 +68,12 @@ def describe_job(spec: JobSpec, root: Path, leave_in_queue: str | None) -> dict[
         description["arguments"] = _v2_join(spec.args)
     if native_env:
         description["environment"] = _v2_join(f"{k}={v}" for k, v in native_env.items())
-    if spec.inputs:
+    if spec.inputs or spec.remote_inputs:
         description["transfer_input_files"] = ",".join(
-            str(inputs / name) for name in spec.inputs)
-    if spec.outputs:
-        description["transfer_output_files"] = ",".join(spec.outputs)
+            [*(str(inputs / name) for name in spec.inputs), *spec.remote_inputs.values()])
+    if spec.outputs or spec.remote_outputs:
+        description["transfer_output_files"] = ",".join([*spec.outputs, *spec.remote_outputs])
+    description.update(staging.submit_commands(spec))
     if leave_in_queue is not None:
         description["leave_in_queue"] = leave_in_queue
     if spec.container:
@@ -110,6 +113,7 @@ def _wrap_script(spec: JobSpec, env: Mapping[str, str], args: Sequence[str] | No
     lines += [f"export {k}={shlex.quote(v)}" for k, v in env.items()]
     if args is not None:
         lines.append("set -- " + " ".join(shlex.quote(a) for a in args))
+    lines += staging.renames(spec)
     return "\n".join(lines) + "\n" + spec.body + "\n"
 
 

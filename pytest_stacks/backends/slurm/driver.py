@@ -14,6 +14,7 @@ import uuid
 from collections.abc import Sequence
 from pathlib import Path
 
+from pytest_stacks.backends import remote_files
 from pytest_stacks.backends.slurm import containers, parse, staging
 from pytest_stacks.contract import (
     ActionResult,
@@ -88,7 +89,7 @@ class SlurmClient:
             workdir = f"{self._job_root}/{uuid.uuid4().hex[:12]}"
             try:
                 container = self._container(spec)
-                staging.check(spec)
+                remote_files.check(spec)
                 files = dict(spec.inputs)
                 files[SCRIPT_NAME] = _wrap_script(spec).encode()
                 self._transport.put_files(workdir, files, user=self._user)

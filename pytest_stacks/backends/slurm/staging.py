@@ -11,15 +11,14 @@ S3 error document) on the job's stderr.
 
 from __future__ import annotations
 
-import re
 import shlex
 
+from pytest_stacks.backends import remote_files
 from pytest_stacks.contract import JobSpec
 
 STAGE_IN_FAILED = 90
 STAGE_OUT_FAILED = 91
-_URL = re.compile(r"^s3://(?P<host>[A-Za-z0-9.-]+(?::\d+)?)/(?P<bucket>[a-z0-9.-]{3,63})/"
-                  r"(?P<key>[A-Za-z0-9._~/-]+)$")
+
 
 #: One request: s3 METHOD URL FILE. The payload hash header: curl before 8 (bookworm's 7.88)
 #: leaves it out of a SigV4 request, and S3 servers require it.
@@ -34,25 +33,12 @@ HELPER = """__pytest_stacks_s3() {
 """
 
 
-def check(spec: JobSpec) -> None:
-    """ValueError naming what cannot be staged: a URL that is not s3://HOST/BUCKET/KEY, a file
-    name that is not a plain name, remote files without credentials."""
-    for name, url in {**spec.remote_inputs, **spec.remote_outputs}.items():
-        if not _URL.match(url):
-            raise ValueError(f"remote file {name!r}: {url!r} is not s3://HOST[:PORT]/BUCKET/KEY")
-        if "/" in name or name in ("", ".", ".."):
-            raise ValueError(f"remote file {name!r}: a name in the working directory, no path")
-    if (spec.remote_inputs or spec.remote_outputs) and not spec.credentials:
-        raise ValueError("remote files need credentials: the directory on the nodes that holds "
-                         "access_key and secret_key")
-
-
 def staged(spec: JobSpec, exports: str) -> str:
     """The batch script: the environment, downloads, the payload in a subshell (its ``exit``
     ends only the payload), uploads, the payload's exit code."""
     if not (spec.remote_inputs or spec.remote_outputs):
         return f"#!/bin/bash\n{exports}{spec.body}\n"
-    check(spec)
+    remote_files.check(spec)
     lines = ["#!/bin/bash", exports.rstrip("\n"), HELPER.replace("CREDS", shlex.quote(
         spec.credentials.rstrip("/")))]
     for name, url in spec.remote_inputs.items():
