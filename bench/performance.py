@@ -1,6 +1,7 @@
 """Every performance target of the project, measured by its bench script, in one table.
 
-Runs ``bench/fake_lane.py``, ``bench/kubernetes.py``, ``bench/kind.py`` and ``bench/suites.py``
+Runs ``bench/fake_lane.py``, ``bench/kubernetes.py``, ``bench/kind.py``, ``bench/suites.py``
+and ``bench/object_store.py``
 (each as its own process, as a person would), reads the figures they print, and prints one
 table: what, the target, what was measured, whether it is met. With ``--write`` the table
 replaces the part of README.md between the two ``bench/performance.py`` markers, so the
@@ -94,8 +95,21 @@ def suites() -> list[Figure]:
     return figures
 
 
+def object_store() -> list[Figure]:
+    out = _run("object_store.py", "--rounds", "3")
+    figures = []
+    for stack in ("slurm-24.11", "htcondor-23.9"):
+        [added] = _find(rf"^{re.escape(stack)}: .* the store adds ([+-][0-9.]+) s", out,
+                        "object_store.py")
+        figures.append(Figure(f"what the object store adds to `{stack}`'s bring-up, median "
+                              "(`bench/object_store.py`)", "<= 5 s", f"{float(added):+.1f} s",
+                              float(added) <= 5))
+    return figures
+
+
 BENCHES: dict[str, Callable[[], list[Figure]]] = {
-    "fake_lane": fake_lane, "kubernetes": kubernetes, "kind": kind, "suites": suites}
+    "fake_lane": fake_lane, "kubernetes": kubernetes, "kind": kind, "suites": suites,
+    "object_store": object_store}
 
 
 def table(figures: list[Figure], measured_on: str) -> str:
