@@ -8,6 +8,9 @@ from pathlib import Path
 import pytest
 
 from pytest_stacks.backends.htcondor import containers as condor
+from pytest_stacks.backends.htcondor.api import ScheddError
+from pytest_stacks.backends.htcondor.driver import HTCondorClient
+from pytest_stacks.backends.htcondor.fake import FakeSchedd
 from pytest_stacks.backends.htcondor.translate import describe_job
 from pytest_stacks.backends.kubernetes import objects
 from pytest_stacks.backends.slurm import containers as slurm
@@ -56,10 +59,34 @@ def test_the_slurm_driver_refuses_container_jobs_per_job(version: str, reason: s
         fake.close()
 
 
+class _Slots:
+    def __init__(self, ads: list[dict[str, object]] | Exception) -> None:
+        self.ads = ads
+
+    def slot_ads(self, constraint: str, projection: object) -> list[dict[str, object]]:
+        if isinstance(self.ads, Exception):
+            raise self.ads
+        return self.ads
+
+
 def test_htcondor_refuses_when_no_slot_advertises_a_runtime() -> None:
     assert "no execute slot in the pool advertises a container runtime" in condor.refusal(
-        IMAGE, [])
-    assert condor.refusal(IMAGE, [{"Name": "slot1@node", "HasContainer": True}]) == ""
+        IMAGE, _Slots([]))
+    assert condor.refusal(IMAGE, _Slots([{"Name": "slot1@node", "HasContainer": True}])) == ""
+
+
+def test_a_pool_that_cannot_be_asked_refuses_the_job_not_the_bulk_submit(
+        tmp_path: Path) -> None:
+    assert "cannot ask the pool" in condor.refusal(IMAGE, _Slots(ScheddError("collector down")))
+    assert "cannot ask the pool" in condor.refusal(IMAGE, object())  # no slot queries at all
+    fake = FakeSchedd("23.9.6")
+    try:
+        fake.slot_ads = lambda *a, **k: (_ for _ in ()).throw(ScheddError("down"))  # type: ignore[method-assign]
+        client = HTCondorClient(fake, "fake", tmp_path)
+        plain, boxed = client.submit([JobSpec("true\n"), JobSpec("true\n", container=IMAGE)])
+        assert plain.ok and not boxed.ok and "cannot ask the pool" in boxed.error
+    finally:
+        fake.close()
 
 
 def test_htcondor_submits_a_container_job_to_the_container_universe(tmp_path: Path) -> None:
@@ -80,3 +107,13 @@ def test_a_kubernetes_job_in_an_image_puts_every_container_in_it() -> None:
                             name="m", namespace="ns", run_id="r")
     replicas = mpijob["spec"]["mpiReplicaSpecs"].values()
     assert {c["image"] for r in replicas for c in r["template"]["spec"]["containers"]} == {IMAGE}
+
+
+def test_a_kubernetes_stack_that_pulls_nothing_refuses_an_image_no_node_has() -> None:
+    real = objects.Runtime(real=True, pull_policy="Never")
+    nodes = [{"status": {"images": [{"names": ["docker.io/pytest-stacks/probe:1"]}]}}]
+    assert objects.image_refusal("pytest-stacks/probe:1", real, lambda: nodes) == ""
+    assert "no node has image" in objects.image_refusal("other:2", real, lambda: nodes)
+    pulls = objects.Runtime(real=True, pull_policy="IfNotPresent")
+    assert objects.image_refusal("other:2", pulls, lambda: []) == ""
+    assert objects.image_refusal("other:2", objects.SIMULATED, lambda: []) == ""

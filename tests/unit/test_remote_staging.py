@@ -49,7 +49,8 @@ def _run_staged(tmp_path: Path, spec: JobSpec, curl_exit: int = 0) -> tuple[int,
         '#!/bin/bash\necho "$*" >> "$CURL_LOG"\n'
         'while [ $# -gt 0 ]; do case "$1" in -o) out=$2; shift;; -T) up=$2; shift;; esac; '
         'shift; done\n'
-        f'[ {curl_exit} = 0 ] || {{ echo "curl: (22) 403" >&2; exit 22; }}\n'
+        f'[ {curl_exit} = 0 ] || {{ echo "<Code>AccessDenied</Code>" > "$out"; '
+        'echo "curl: (22) 403" >&2; exit 22; }\n'
         '[ -n "${up:-}" ] && cp "$up" "$UPLOADED"; [ "${out:-}" != /dev/null ] && '
         '[ -n "${out:-}" ] && echo downloaded > "$out"; exit 0\n')
     (bin_dir / "curl").chmod(0o755)
@@ -89,7 +90,22 @@ def test_a_failed_download_ends_the_job_before_its_payload(tmp_path: Path) -> No
     code, err, _ = _run_staged(tmp_path, spec, curl_exit=22)
     assert code == staging.STAGE_IN_FAILED
     assert "staging input.bin in from" in err and "403" in err
+    assert "<Code>AccessDenied</Code>" in err, "the store's own answer is not on stderr"
     assert not (tmp_path / "work" / "ran").exists()
+    assert list((tmp_path / "work").iterdir()) == [], "a partial download was left behind"
+
+
+@pytest.mark.parametrize(("payload", "expected"), [
+    ("touch result.bin\n", staging.STAGE_OUT_FAILED),
+    ("exit 3\n", 3),  # the payload's own failure is the job's, not the upload's
+    ("# nothing but a comment\n", staging.STAGE_OUT_FAILED),
+])
+def test_a_failed_upload_fails_the_job_but_keeps_a_payloads_own_exit_code(
+        tmp_path: Path, payload: str, expected: int) -> None:
+    spec = JobSpec(payload, remote_outputs={"result.bin": OUT})
+    code, err, _ = _run_staged(tmp_path, spec, curl_exit=22)
+    assert code == expected, err
+    assert "staging result.bin out to" in err
 
 
 def test_htcondor_gets_urls_remaps_and_the_key_files_by_path(tmp_path: Path) -> None:

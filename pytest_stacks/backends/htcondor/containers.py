@@ -10,18 +10,24 @@ reason when no slot says so.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
 from typing import Any
+
+from pytest_stacks.backends.htcondor.api import ScheddError
 
 #: Slots whose startd found a container runtime it can use.
 RUNTIME_CONSTRAINT = "HasContainer =?= true || HasDocker =?= true || HasSingularity =?= true"
 RUNTIME_PROJECTION = ("Name", "HasContainer", "HasDocker", "HasSingularity")
 
 
-def refusal(image: str, slot_ads: Sequence[Mapping[str, Any]]) -> str:
-    """Why the job cannot run in ``image`` here ("" where a slot advertises a runtime);
-    ``slot_ads`` are the collector's answer to :data:`RUNTIME_CONSTRAINT`."""
-    if slot_ads:
+def refusal(image: str, schedd: Any) -> str:
+    """Why the job cannot run in ``image`` here ("" where a slot advertises a runtime). A
+    pool that cannot be asked (a collector down, a schedd interface without slot queries)
+    refuses this job, not the whole bulk submit: the others are in the queue already."""
+    try:
+        slots = schedd.slot_ads(RUNTIME_CONSTRAINT, RUNTIME_PROJECTION)
+    except (ScheddError, AttributeError) as exc:
+        return f"refused at submit: cannot ask the pool whether a slot runs containers: {exc}"
+    if slots:
         return ""
     return (f"refused at submit: container image {image!r} cannot run here, no execute slot "
             "in the pool advertises a container runtime (HasContainer, HasDocker or "

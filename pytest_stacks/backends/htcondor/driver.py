@@ -225,9 +225,7 @@ class HTCondorClient:
     def _describe(self, spec: JobSpec, root: Path) -> dict[str, str]:
         """Only repeatable retrieval overrides the client's own ``LeaveJobInQueue``. A
         container job is refused unless a slot advertises a runtime (:mod:`.containers`)."""
-        if spec.container and (refused := containers.refusal(spec.container, self._call(
-                "slot query", self._schedd.slot_ads, containers.RUNTIME_CONSTRAINT,
-                containers.RUNTIME_PROJECTION))):
+        if spec.container and (refused := containers.refusal(spec.container, self._schedd)):
             raise ValueError(refused)
         leave = OLD_LEAVE_IN_QUEUE if self.output_retrieval == "repeatable" else None
         return describe_job(spec, root, leave)

@@ -161,13 +161,15 @@ def stage(description: Mapping[str, str], remote_dir: str) -> StagedJob:
     inputs: dict[str, Path] = {}
     listed = [p.strip() for p in description.get("transfer_input_files", "").split(",")
               if p.strip()]
-    for local in listed:
+    urls = [p for p in listed if "://" in p]  # the execute node fetches these itself
+    for local in (p for p in listed if "://" not in p):
         path = Path(local)
         if path.name in inputs:
             raise ValueError(f"two input files are named {path.name!r}")
         inputs[path.name] = path
     if listed:
-        remote["transfer_input_files"] = ",".join(f"{remote_dir}/inputs/{n}" for n in inputs)
+        remote["transfer_input_files"] = ",".join(
+            [*(f"{remote_dir}/inputs/{n}" for n in inputs), *urls])
     return StagedJob(remote, {exe.name: exe}, inputs, Path(description["initialdir"]),
                      remote_dir)
 

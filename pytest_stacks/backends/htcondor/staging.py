@@ -11,17 +11,23 @@ plugin's own words.
 
 from __future__ import annotations
 
+import shlex
+
 from pytest_stacks.backends import remote_files
 from pytest_stacks.contract import JobSpec
 
 
 def check(spec: JobSpec, local_names: set[str]) -> None:
     """ValueError for what HTCondor cannot stage as asked: a downloaded file lands under the
-    last part of its URL, so two inputs with one such name, or one that is also a local
-    input, cannot both arrive."""
+    last part of its URL, so two inputs with one such name, one that is also a local input,
+    or one that is another remote input's name cannot all arrive intact."""
     remote_files.check(spec)
-    landing = [remote_files.key_name(url) for url in spec.remote_inputs.values()]
-    clashes = {n for n in landing if landing.count(n) > 1 or n in local_names}
+    landing = {name: remote_files.key_name(url) for name, url in spec.remote_inputs.items()}
+    landed = list(landing.values())
+    clashes = {n for n in landed if landed.count(n) > 1 or n in local_names}
+    # A rename onto a file another input landed as would overwrite it before it is moved.
+    clashes |= {name for name, at in landing.items()
+                if at != name and any(other == name for o, other in landing.items() if o != name)}
     if clashes:
         raise ValueError(f"remote inputs would land under the same name: {sorted(clashes)} "
                          "(HTCondor names a downloaded file after its URL's last part)")
@@ -40,11 +46,16 @@ def submit_commands(spec: JobSpec) -> dict[str, str]:
     return commands
 
 
-def renames(spec: JobSpec) -> list[str]:
-    """Shell lines that give each downloaded input the name the job asked for."""
-    lines = []
-    for name, url in spec.remote_inputs.items():
-        landed = remote_files.key_name(url)
-        if landed != name:
-            lines.append(f"mv -f -- {landed} {name}")
-    return lines
+def wrapped(spec: JobSpec, body: str) -> str:
+    """The job's body as the executable runs it: each downloaded input renamed to the name the
+    job asked for first, the body in a subshell (its ``exit`` ends only the body), and the
+    downloaded inputs removed after it, so HTCondor's output transfer (every new file, where
+    the job names none) never carries them back to the client."""
+    if not spec.remote_inputs:
+        return body
+    lines = [f"mv -f -- {shlex.quote(remote_files.key_name(url))} {shlex.quote(name)}"
+             for name, url in spec.remote_inputs.items()
+             if remote_files.key_name(url) != name]
+    names = " ".join(shlex.quote(name) for name in spec.remote_inputs)
+    return "\n".join([*lines, "(", ":", body.rstrip("\n"), ")", "__status=$?",
+                      f"rm -f -- {names}", "exit $__status"])

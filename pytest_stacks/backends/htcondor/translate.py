@@ -113,8 +113,7 @@ def _wrap_script(spec: JobSpec, env: Mapping[str, str], args: Sequence[str] | No
     lines += [f"export {k}={shlex.quote(v)}" for k, v in env.items()]
     if args is not None:
         lines.append("set -- " + " ".join(shlex.quote(a) for a in args))
-    lines += staging.renames(spec)
-    return "\n".join(lines) + "\n" + spec.body + "\n"
+    return "\n".join(lines) + "\n" + staging.wrapped(spec, spec.body) + "\n"
 
 
 # ====================================================================== job ads

@@ -9,8 +9,7 @@ object recreated behind the driver's back is never taken for the job.
 On a kwok-based stack pods do not execute: what a job ends with is what its annotations say
 (see :mod:`.objects`). With a real node (``runtime.real``) the script runs in the pod and the
 container's exit code and logs are the outcome. An MPIJob the operator finds invalid gets a
-Warning event and no condition at all; the driver fails it after ``invalid_after`` seconds
-instead of waiting forever.
+Warning event and no condition at all; the driver fails it after ``invalid_after`` seconds.
 """
 
 from __future__ import annotations
@@ -123,8 +122,11 @@ class KubernetesClient:
     def _manifest(self, spec: JobSpec) -> Obj:
         opts = objects.options_of(spec, shape=self._shape, workers=self._workers,
                                   image=self._image, runtime=self.runtime)
-        if spec.inputs or spec.outputs:
-            raise ValueError("input and output files are not supported: " + (
+        if spec.container and (refused := objects.image_refusal(
+                spec.container, self.runtime, lambda: self._api.list("Node"))):
+            raise ValueError(refused)
+        if spec.inputs or spec.outputs or spec.remote_inputs or spec.remote_outputs:
+            raise ValueError("input and output files (remote ones too) are not supported: " + (
                 "a job's results are its exit code and its logs" if self.runtime.real else
                 "pods do not execute on this stack (use backend options message/exit_code)"))
         build = objects.pod if opts.shape == "pod" else objects.mpijob

@@ -24,7 +24,7 @@ and pure readers of the state the API server stores in them.
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -294,3 +294,19 @@ def pod_state(pod: Obj) -> tuple[str, str, int | None, str]:
                            if c.get("type") == "PodScheduled" and c.get("status") == "False")
     native = f"{phase}/{status['reason']}" if status.get("reason") else phase
     return state, native, None if exit_code is None else int(exit_code), reason
+
+
+def image_refusal(image: str, runtime: Runtime, nodes: Callable[[], list[Obj]]) -> str:
+    """Where nothing is pulled (``imagePullPolicy: Never``, no registry), a job in an image no
+    node reports would wait in ErrImageNeverPull until its deadline: why it is refused at
+    submit instead ("" where a node has it, or where images are pulled), by the nodes' own
+    list of their images (``status.images``)."""
+    if not runtime.real or runtime.pull_policy != "Never":
+        return ""
+    wanted = {image, f"docker.io/{image}", f"docker.io/library/{image}"}
+    present = {name for node in nodes() for entry in (node.get("status") or {}).get("images")
+               or [] for name in entry.get("names") or []}
+    if wanted & present:
+        return ""
+    return (f"refused at submit: no node has image {image!r} and this stack pulls nothing "
+            "(imagePullPolicy Never); import it into the nodes first")

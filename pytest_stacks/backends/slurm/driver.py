@@ -56,6 +56,7 @@ class SlurmClient:
         self._staged: dict[str, frozenset[str]] = {}  # job -> names the node stages itself
         self._has_json: bool | None = None
         self._version: str | None = None
+        self._oci: tuple[str, bool] | None = None  # (where oci.conf must be, whether it is)
 
     # ------------------------------------------------------------ helpers
 
@@ -121,9 +122,10 @@ class SlurmClient:
         version = self.versions()["daemon"]
         if not at_least(version, containers.OCI_SINCE):
             return [f"--container={spec.container}"]
-        conf = containers.oci_conf_path(self._run("scontrol", "show", "config").stdout)
-        configured = self._transport.run(["test", "-e", conf], user=self._user).ok
-        return containers.container_option(spec.container, version, conf, configured)
+        if self._oci is None:  # asked once per client: a cluster's config does not move
+            conf = containers.oci_conf_path(self._run("scontrol", "show", "config").stdout)
+            self._oci = (conf, self._transport.run(["test", "-e", conf], user=self._user).ok)
+        return containers.container_option(spec.container, version, *self._oci)
 
     def _job_name(self, spec: JobSpec) -> str:
         return f"{RUN_PREFIX}{self._run_tag[-8:]}-{spec.name}" if self._run_tag else spec.name

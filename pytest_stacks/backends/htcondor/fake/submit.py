@@ -75,6 +75,11 @@ def parse_job(description: Mapping[str, str], cluster: int, proc: int, spool: Pa
     Raises ScheddError with the message the real submit gives, where the fake knows it.
     """
     desc = {k.lower(): str(v) for k, v in description.items()}
+    urls = [v for k, v in desc.items() if k in ("transfer_input_files", "transfer_output_remaps",
+                                                  "output_destination") and "://" in v]
+    if urls:  # a pool with no plugin: the real one would leave the job idle forever
+        raise ScheddError("the fake pool has no file transfer plugins: it cannot stage "
+                          f"URLs ({urls[0][:120]}); only a real pool stages remote files")
     expand = _expander(cluster, proc)
     exe_path, iwd = _paths(desc, expand)
     inputs = [s.strip() for s in expand(desc.get("transfer_input_files", "")).split(",")
