@@ -78,7 +78,7 @@ def test_extending_uses_selected_stacks_and_adds_own(tmp_path: Path) -> None:
     assert mine.compose.directory == base.compose.directory == REPO / "stacks/slurm"
     assert mine.compose.build_args == base.compose.build_args and mine.version == base.version
     assert mine.capabilities == {"submit", "status", "my.feature"}
-    assert mine.options == {"min_job_age": 2} and mine.timeouts.job == 60
+    assert mine.options == {**base.options, "min_job_age": 2} and mine.timeouts.job == 60
     assert own.compose is not None and own.compose.directory == tmp_path / "stacks/mine"
     origins = manifest.origins["my-slurm"]
     assert origins["options.min_job_age"].startswith(f"{path}:")
