@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pytest_stacks import cancellation, dockerutil, gobuild, progress
-from pytest_stacks.backends.kubernetes import builds, probe_image
+from pytest_stacks.backends.kubernetes import builds, extra_images
 from pytest_stacks.errors import InfrastructureError, StacksError
 from pytest_stacks.manifest import Stack
 from pytest_stacks.providers import (
@@ -200,9 +200,9 @@ class KindProvider:
         build = stack.kind.node_build
         assert build is not None
         # Worker and operator go into the node image: `kind load` took ~30 s per bring-up.
-        preload = [self._local_operator_image(stack)]  # and the probe ("": none)
+        preload = [self._local_operator_image(stack)]  # and the extra images
         if stack.kind.worker_image is not None and self._build_worker(stack):
-            preload += [stack.kind.worker_image.reference, probe_image.probe_reference(stack)]
+            preload += [stack.kind.worker_image.reference, *extra_images.references(stack).values()]
         base = images.ensure_base_image(build.base_image)
         with progress.step("kind node image"):
             node = kind_node_image.ensure_node_image(
@@ -286,9 +286,9 @@ class KindProvider:
                 "operator_version": found.group(1) if found else ""}
 
     def _build_worker(self, stack: Stack) -> bool:
-        """The worker image (OpenMPI + sshd from Debian, the MPI program) and the container
-        probe (where the stack names one), built from the stack's folders unless an image of
-        that name was built from the same inputs: nothing of it comes from a registry but
+        """The worker image (OpenMPI + sshd from Debian, the MPI program) and the extra images
+        the stack names, built from the stack's folders unless an image of that name was
+        built from the same inputs: nothing of it comes from a registry but
         the Debian base. False where the stack names a worker image it does not build."""
         assert stack.kind is not None and stack.kind.worker_image is not None
         if stack.compose is None:
@@ -298,7 +298,7 @@ class KindProvider:
             dockerutil.ensure_built_image(stack.kind.worker_image.reference,
                                       stack.compose.directory, stack.compose.build_args, base,
                                       timeout=stack.timeouts.build)
-            probe_image.ensure_probe_image(stack, base, timeout=stack.timeouts.build)
+            extra_images.ensure_extra_images(stack, base, timeout=stack.timeouts.build)
         except StacksError as exc:
             raise InfrastructureError(stack.name, str(exc)) from None
         return True

@@ -55,6 +55,17 @@ image_import_pid=$!
 
 start_etcd # (while the PKI is made)
 
+# --- The object store's CA (stacks with options.object_store): a site's nodes trust their
+# store; a job's staging containers mount this node's trust (the store writes its CA within a
+# second of starting, beside us).
+store_ca=/run/pytest-stacks/store-trust/ca.crt
+if [ -d "${store_ca%/*}" ]; then
+    for _ in $(seq 1 300); do [ -s "$store_ca" ] && break; sleep 0.1; done
+    [ -s "$store_ca" ] || { say "the object store never shared its CA ($store_ca)"; exit 1; }
+    cat "$store_ca" >> /etc/ssl/certs/ca-certificates.crt
+    say "trusting the object store's CA"
+fi
+
 # --- PKI, kubeconfigs --------------------------------------------------------------------------
 make_control_plane_pki "$node_ip"
 sign_certificate kubelet "/CN=system:node:$node_name/O=system:nodes" clientAuth

@@ -117,7 +117,8 @@ MPI_IMPLEMENTATIONS = ("OpenMPI", "MPICH")
 def runtime_of(options: Mapping[str, object]) -> Runtime:
     """How the stack's pods meet their node, from its options: ``execution`` (``simulated``,
     the default: kwok or the double; ``real``: a kubelet runs them), ``image_pull_policy``
-    and ``cpu_request`` (real nodes: images without a registry, a node with few cores)."""
+    and ``cpu_request`` (real nodes: images without a registry, a node with few cores),
+    ``stager`` (the image of a job's staging containers, :mod:`staging`)."""
     execution = str(options.get("execution", "simulated"))
     if execution not in ("simulated", "real"):
         raise StacksError(f"option execution={execution!r}: expected 'simulated' or 'real'")
@@ -128,7 +129,8 @@ def runtime_of(options: Mapping[str, object]) -> Runtime:
     return Runtime(real=execution == "real",
                    pull_policy=str(options.get("image_pull_policy", "")),
                    cpu_request=str(options.get("cpu_request", "")), mpi=mpi,
-                   spread=bool(options.get("spread_workers", False)))
+                   spread=bool(options.get("spread_workers", False)),
+                   stager=str(options.get("stager") or ""))
 
 
 def driver_note(stack: Stack) -> str:

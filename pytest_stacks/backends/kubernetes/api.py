@@ -161,8 +161,10 @@ class KubeApi(Protocol):
         """Events whose involvedObject has this name, oldest first."""
         ...
 
-    def logs(self, namespace: str, pod: str, limit_bytes: int = 65536) -> str:
-        """The pod's log, at most ``limit_bytes``; "" when unavailable."""
+    def logs(self, namespace: str, pod: str, limit_bytes: int = 65536, *,
+             container: str = "") -> str:
+        """The log of the pod (of its ``container``, where it has several), at most
+        ``limit_bytes``; "" when unavailable."""
         ...
 
     def version(self) -> Obj:

@@ -6,10 +6,10 @@ whose Pod the Job controller makes. The handle's ``job_id`` is the object's name
 run and never reused; the kind and ``metadata.uid`` are recorded at creation, so a same-named
 object recreated behind the driver's back is never taken for the job.
 
-On a kwok-based stack pods do not execute: what a job ends with is what its annotations say
-(see :mod:`.objects`). With a real node (``runtime.real``) the script runs in the pod and the
-container's exit code and logs are the outcome. An MPIJob the operator finds invalid gets a
-Warning event and no condition at all; the driver fails it after ``invalid_after`` seconds.
+On kwok pods do not execute: a job ends as its annotations say (:mod:`.objects`). With a real
+node (``runtime.real``) the script runs in the pod (remote files: :mod:`.staging`) and its
+exit code and logs are the outcome. An MPIJob the operator finds invalid gets a Warning event
+and no condition at all; the driver fails it after ``invalid_after`` seconds.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from pytest_stacks.backends.kubernetes import objects
+from pytest_stacks.backends.kubernetes import objects, staging
 from pytest_stacks.backends.kubernetes.api import (
     JOB_NAME_LABEL,
     ApiError,
@@ -122,13 +122,12 @@ class KubernetesClient:
     def _manifest(self, spec: JobSpec) -> Obj:
         opts = objects.options_of(spec, shape=self._shape, workers=self._workers,
                                   image=self._image, runtime=self.runtime)
-        if spec.container and (refused := objects.image_refusal(
-                spec.container, self.runtime, lambda: self._api.list("Node"))):
+        refused = staging.refusal(spec, self.runtime.real, self.runtime.stager, opts.shape)
+        if spec.container and not refused:
+            refused = objects.image_refusal(spec.container, self.runtime,
+                                            lambda: self._api.list("Node"))
+        if refused:
             raise ValueError(refused)
-        if spec.inputs or spec.outputs or spec.remote_inputs or spec.remote_outputs:
-            raise ValueError("input and output files (remote ones too) are not supported: " + (
-                "a job's results are its exit code and its logs" if self.runtime.real else
-                "pods do not execute on this stack (use backend options message/exit_code)"))
         build = objects.pod if opts.shape == "pod" else objects.mpijob
         return build(spec, opts, name=self._next_name(), namespace=self.namespace,
                      run_id=self.run_id)
@@ -281,8 +280,9 @@ class KubernetesClient:
         pod = self._result_pod(rec)
         if pod is None:
             return OutputResult(st.handle, error="outputs are gone: no pod (purged?)")
+        logs = self._api.logs(self.namespace, meta(pod)["name"], LOG_LIMIT, container=staging.JOB)
         contents = {"termination-message": str(terminated(pod).get("message") or ""),
-                    "logs.txt": self._api.logs(self.namespace, meta(pod)["name"], LOG_LIMIT)}
+                    "logs.txt": logs}
         contents = {k: v for k, v in contents.items() if v}
         if not contents:
             return OutputResult(st.handle, error=f"pod {meta(pod)['name']} has neither a "

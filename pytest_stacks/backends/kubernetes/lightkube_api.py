@@ -145,13 +145,15 @@ class LightkubeApi:
         return sorted(found, key=lambda e: str(e.get("firstTimestamp") or e.get("eventTime")
                                                or meta(e).get("creationTimestamp") or ""))
 
-    def logs(self, namespace: str, pod: str, limit_bytes: int = 65536) -> str:
+    def logs(self, namespace: str, pod: str, limit_bytes: int = 65536, *,
+             container: str = "") -> str:
         """The pod's log; "" where the pod has none to give (gone, its container never
         started, a kwok node that serves no logs). A refusal (401, 403: credentials or RBAC)
         is raised: it is a broken stack, not a pod without output."""
         try:
             response = self._send("GET", path("Pod", namespace, pod) + "/log",
-                                  params={"limitBytes": str(limit_bytes)})
+                                  params={"limitBytes": str(limit_bytes),
+                                          **({"container": container} if container else {})})
         except ApiError as exc:
             if exc.status in (401, 403):
                 raise

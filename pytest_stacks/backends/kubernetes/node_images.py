@@ -7,8 +7,8 @@ into the node's own containerd (pods then use them with ``imagePullPolicy: Never
   with the local toolchain, in an image ``FROM scratch``;
 - the **MPI worker** image (``stacks/mpi-worker``: OpenMPI, sshd and ``pytest-stacks-rank``
   from the pinned Debian base), under the stack's ``options.image`` reference;
-- where the stack names one (``options.container_probe``), the **container probe**
-  (:mod:`~pytest_stacks.backends.kubernetes.probe_image`) a ``container`` job asks for.
+- the images the stack names besides (:mod:`~pytest_stacks.backends.kubernetes.extra_images`:
+  the **container probe** a ``container`` job asks for, the **stager** of remote files).
 
 The tars are cached by the content of everything that makes them (the worker folder, its build
 arguments, the base image's id, the pause program's build), so a later bring-up only mounts
@@ -27,7 +27,7 @@ from pathlib import Path
 from filelock import FileLock
 
 from pytest_stacks import dockerutil, gobuild, progress
-from pytest_stacks.backends.kubernetes import probe_image
+from pytest_stacks.backends.kubernetes import extra_images
 from pytest_stacks.errors import StacksError
 from pytest_stacks.manifest import Stack
 
@@ -46,10 +46,10 @@ PAUSE_DOCKERFILE = ('FROM scratch\nCOPY pause /pause\nUSER 65535:65535\n'
 
 @dataclass(frozen=True)
 class NodeImages:
-    folder: Path  # holds pause.tar, mpi-worker.tar and container-probe.tar (if any)
+    folder: Path  # holds pause.tar, mpi-worker.tar and a tar per extra image (by its folder)
     pause: str  # references as given to `docker build -t` (containerd adds docker.io/)
     worker: str
-    probe: str = ""
+    extras: tuple[str, ...] = ()
 
 
 def folder_digest(folder: Path) -> str:
@@ -60,12 +60,12 @@ def folder_digest(folder: Path) -> str:
 
 
 def images_key(worker_folder_digest: str, build_args: Mapping[str, str], base_id: str,
-               pause: str, worker: str, probe: str = "") -> str:
-    """The cache key of one set of tars: every input that changes what they hold (``probe``:
-    the probe's reference and folder digest, "" for a stack without one)."""
+               pause: str, worker: str, *extras: str) -> str:
+    """The cache key of one set of tars: every input that changes what they hold
+    (``extras``: each extra image's reference and folder digest)."""
     text = "\0".join([worker_folder_digest, *(f"{k}={v}" for k, v in sorted(build_args.items())),
                       base_id, pause, worker, PAUSE_DOCKERFILE, RECIPE,
-                      *([probe] if probe else [])])
+                      *extras])
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
@@ -100,13 +100,13 @@ def ensure_node_images(stack: Stack, *, timeout: float) -> NodeImages:
                           f"one of {', '.join(WORKER_MPI)}")
     if mpi != "OpenMPI":  # the Open MPI image's key stays what it was
         args["MPI_IMPLEMENTATION"] = WORKER_MPI[mpi]
-    probe = probe_image.probe_reference(stack)
-    probe_key = f"{probe}@{folder_digest(probe_image.probe_folder(stack))}" if probe else ""
+    extras = extra_images.references(stack)
     key = images_key(folder_digest(worker_folder), args, dockerutil.image_id(base), pause,
-                     worker, probe_key)
+                     worker, *(f"{reference}@{folder_digest(extra_images.folder_of(stack, f))}"
+                               for f, reference in sorted(extras.items())))
     target = gobuild.cache_root().parent / "images" / f"k8s-node-{key}"
     if (target / COMPLETE).exists():
-        return NodeImages(target, pause, worker, probe)
+        return NodeImages(target, pause, worker, tuple(extras.values()))
     target.parent.mkdir(parents=True, exist_ok=True)
     with progress.step("worker and pause images for the node"), \
             FileLock(str(target) + ".lock"):  # two sessions: one builds, the other waits
@@ -119,14 +119,13 @@ def ensure_node_images(stack: Stack, *, timeout: float) -> NodeImages:
                 (Path(context) / "Dockerfile").write_text(PAUSE_DOCKERFILE)
                 _docker(["build", "-q", "-t", pause, context], timeout)
             dockerutil.ensure_built_image(worker, worker_folder, args, base, timeout=timeout)
-            probe_image.ensure_probe_image(stack, base, timeout=timeout)
-            saved = [("pause", pause), ("mpi-worker", worker)]
-            for name, reference in [*saved, *([("container-probe", probe)] if probe else [])]:
+            extra_images.ensure_extra_images(stack, base, timeout=timeout)
+            for name, reference in [("pause", pause), ("mpi-worker", worker), *extras.items()]:
                 partial = target / f"{name}.tar.partial"
                 _docker(["save", "-o", str(partial), reference], timeout)
                 partial.rename(target / f"{name}.tar")
-            (target / COMPLETE).write_text(f"{pause}\n{worker}\n{probe}\n")
-    return NodeImages(target, pause, worker, probe)
+            (target / COMPLETE).write_text("\n".join([pause, worker, *extras.values()]) + "\n")
+    return NodeImages(target, pause, worker, tuple(extras.values()))
 
 
 def _docker(args: list[str], timeout: float) -> None:

@@ -28,6 +28,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from pytest_stacks.backends.kubernetes import staging
 from pytest_stacks.backends.kubernetes.api import (
     ANNOTATION_EXIT_CODE,
     ANNOTATION_MESSAGE,
@@ -70,6 +71,8 @@ class Runtime:
     #: distinct nodes, not only distinct pods. A cluster with too few nodes leaves a worker
     #: Pending, which the job's wait reports; never a silent fallback to one node.
     spread: bool = False
+    #: The image of a job's staging containers (:mod:`staging`); "" stages nothing.
+    stager: str = ""
 
 
 SIMULATED = Runtime()
@@ -198,11 +201,19 @@ def _sshd_worker(template: Obj) -> Obj:
 
 
 def pod(spec: JobSpec, opts: JobOptions, *, name: str, namespace: str, run_id: str) -> Obj:
+    """One Pod; with staging containers where the job has remote files (checked first:
+    :func:`staging.refusal`)."""
+    pod_spec = _pod_spec(spec, opts)
+    if spec.remote_inputs or spec.remote_outputs:
+        runtime = opts.runtime
+        staging.add_staging(pod_spec, spec, stager=runtime.stager,
+                            pull_policy=runtime.pull_policy,
+                            cpu=runtime.cpu_request or str(spec.cpus))
     return {
         "apiVersion": RESOURCES["Pod"].api_version, "kind": "Pod",
         "metadata": {"name": name, "namespace": namespace, "labels": _labels(run_id, name),
                      "annotations": outcome_annotations(opts)},
-        "spec": _pod_spec(spec, opts),
+        "spec": pod_spec,
     }
 
 
@@ -268,9 +279,11 @@ POD_PHASES = {"Pending": "pending", "Running": "running", "Succeeded": "complete
 
 
 def terminated(pod: Obj | None) -> Obj:
-    """``status.containerStatuses[0].state.terminated`` of a pod, or {}."""
+    """The terminated state of a pod's payload container (the one named ``job``, else the
+    first: an operator's launcher), or {}."""
     statuses = ((pod or {}).get("status") or {}).get("containerStatuses") or [{}]
-    return dict((statuses[0].get("state") or {}).get("terminated") or {})
+    ours = [s for s in statuses if s.get("name") == staging.JOB] or statuses
+    return dict((ours[0].get("state") or {}).get("terminated") or {})
 
 
 def conditions(obj: Obj) -> dict[str, Obj]:
@@ -292,6 +305,8 @@ def pod_state(pod: Obj) -> tuple[str, str, int | None, str]:
     if state == "pending" and not reason:
         reason = "; ".join(str(c.get("message", "")) for c in status.get("conditions") or []
                            if c.get("type") == "PodScheduled" and c.get("status") == "False")
+    if state == "failed" and not exit_code and (stage := staging.failed_staging(pod)):
+        exit_code, reason = stage[0], "; ".join(x for x in (reason, stage[1]) if x)
     native = f"{phase}/{status['reason']}" if status.get("reason") else phase
     return state, native, None if exit_code is None else int(exit_code), reason
 

@@ -124,7 +124,8 @@ class FakeCluster:
                      if (e.get("involvedObject") or {}).get("name") == involved_name]
             return copy.deepcopy(sorted(found, key=lambda e: str(e.get("firstTimestamp"))))
 
-    def logs(self, namespace: str, pod: str, limit_bytes: int = 65536) -> str:
+    def logs(self, namespace: str, pod: str, limit_bytes: int = 65536, *,
+             container: str = "") -> str:
         """kwok pods have no logs: always "" (the seam's "unavailable")."""
         self._reachable()
         return ""
