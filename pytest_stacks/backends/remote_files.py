@@ -14,7 +14,7 @@ from pytest_stacks.contract import JobSpec
 #: a key of characters no shell or submit file has to quote.
 URL = re.compile(r"^s3://(?P<host>[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+(?::\d+)?)/"
                  r"(?P<bucket>[a-z0-9][a-z0-9.-]{1,61}[a-z0-9])/(?P<key>[A-Za-z0-9._~/-]+)$")
-_NAME = re.compile(r"^[A-Za-z0-9._-]+$")
+_NAME = re.compile(r"^[A-Za-z0-9._][A-Za-z0-9._-]*$")  # no leading '-': curl's stdin
 _CREDENTIALS = re.compile(r"^(/[A-Za-z0-9._-]+)+/?$")
 
 
@@ -33,18 +33,20 @@ def check(spec: JobSpec) -> None:
     for name, url in {**spec.remote_inputs, **spec.remote_outputs}.items():
         if not _NAME.match(name) or name in (".", ".."):
             raise ValueError(f"remote file {name!r}: a plain name in the working directory "
-                             "(letters, digits, '.', '_', '-')")
+                             "(letters, digits, '.', '_', '-'; not first '-')")
         if problem := _url_problem(url):
             raise ValueError(f"remote file {name!r}: {url!r} {problem}")
     clashes = (set(spec.remote_inputs) & set(spec.inputs)) | (
         set(spec.remote_outputs) & set(spec.outputs))
     if clashes:
         raise ValueError(f"{sorted(clashes)}: both a remote and a local file of the job")
-    if (spec.remote_inputs or spec.remote_outputs) and not _CREDENTIALS.match(
-            spec.credentials):
+    if (spec.remote_inputs or spec.remote_outputs) and (
+            not _CREDENTIALS.match(spec.credentials)
+            or {".", ".."} & set(spec.credentials.split("/"))):
         raise ValueError("remote files need credentials: the absolute path of the directory "
                          "on the resource that holds access_key and secret_key (letters, "
-                         f"digits, '.', '_', '-' and '/'), got {spec.credentials!r}")
+                         f"digits, '.', '_', '-' and '/'; no '.' or '..' part), got "
+                         f"{spec.credentials!r}")
 
 
 def key_name(url: str) -> str:

@@ -3,8 +3,9 @@ SigV4-signed, path-style S3 request with the node's own curl, used by every driv
 through what the job runs on its node (Slurm's batch script, Kubernetes' staging containers).
 
 The key pair reaches curl through a file descriptor, never a command line; a download lands
-under a temporary name first, so a payload never sees a partial file; on failure curl's message
-and the store's own answer (its S3 error document) go to stderr.
+under a temporary name first, so a payload never sees a partial file; an upload sends only a
+regular file (never a link, which could name the keys); on failure curl's message and the
+store's own answer (its S3 error document) go to stderr.
 """
 
 from __future__ import annotations
@@ -17,6 +18,9 @@ import shlex
 _HELPER = """__pytest_stacks_s3() {
     local creds=CREDS url="https://${2#s3://}" answer how
     answer=$(mktemp) || return 1
+    if [ "$1" = put ] && { [ -L "$3" ] || [ ! -f "$3" ]; }; then
+        echo "$3: not a regular file: nothing sent" >&2; rm -f "$answer"; return 1
+    fi
     if [ "$1" = get ]; then how=(-o "$3.part"); else how=(-T "$3" -o "$answer"); fi
     if curl -sS --fail-with-body --retry 2 --connect-timeout 20 --max-time 600 \\
         --aws-sigv4 "aws:amz:us-east-1:s3" -H "x-amz-content-sha256: UNSIGNED-PAYLOAD" \\

@@ -141,19 +141,19 @@ def _loads_fails_only_cleanly(text: str) -> None:
         loads(text, REPO / "fuzz-manifest.yaml")
 
 
-@settings(max_examples=150, deadline=2000, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.text(max_size=400))
 def test_fuzz_arbitrary_text(text: str) -> None:
     _loads_fails_only_cleanly(text)
 
 
-@settings(max_examples=150, deadline=2000, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(cut=st.integers(0, len(REAL)), junk=st.text(max_size=40), keep=st.integers(0, 400))
 def test_fuzz_damaged_real_manifest(cut: int, junk: str, keep: int) -> None:
     _loads_fails_only_cleanly(REAL[:cut] + junk + REAL[cut + keep:])
 
 
-@settings(max_examples=150, deadline=2000, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(field=st.sampled_from(["name", "backend", "version", "provider", "transport",
                               "capabilities", "lanes", "compose", "options", "timeouts",
                               "extends", "configuration"]),

@@ -38,10 +38,13 @@ def test_a_pod_with_remote_files_stages_them_in_containers_of_its_own() -> None:
     assert stage_in["image"] == stage_out["image"] == STAGER
     assert job["image"] == "worker:1" and job["workingDir"] == staging.WORKDIR
     assert {v["name"]: v for v in pod_spec["volumes"]}["store-credentials"] == {
-        "name": "store-credentials", "hostPath": {"path": CREDS, "type": "Directory"}}
+        "name": "store-credentials", "hostPath": {"path": CREDS, "type": "DirectoryOrCreate"}}
+    assert pod_spec["shareProcessNamespace"] is True
+    assert {m["name"] for m in job["volumeMounts"]} == {"work", "status"}, "keys in the payload"
     for container in (stage_in, stage_out):
         mounts = {m["mountPath"]: m for m in container["volumeMounts"]}
-        assert mounts[CREDS]["readOnly"] and mounts[staging.TRUST]["readOnly"]
+        assert mounts[staging.CREDENTIALS]["readOnly"] and mounts[staging.TRUST]["readOnly"]
+        assert container["resources"]["requests"]["cpu"] == staging.STAGING_CPU
         assert container["imagePullPolicy"] == "Never"
         assert container["terminationMessagePolicy"] == "FallbackToLogsOnError"
     assert URL in stage_in["command"][2] and OUT in stage_out["command"][2]
@@ -66,7 +69,8 @@ def test_a_stack_that_cannot_stage_refuses_with_the_reason(runtime: objects.Runt
     assert staging.refusal(JobSpec("true\n"), real=False, stager="", shape="mpijob") == ""
 
 
-def _run_pod(tmp_path: Path, spec: JobSpec, curl_exit: int = 0) -> dict[str, int]:
+def _run_pod(tmp_path: Path, spec: JobSpec, curl_exit: int = 0,
+             kill_payload: bool = False) -> dict[str, int]:
     """The Pod's containers in the kubelet's order (init, then the payload and the upload
     side by side), each in the shared working directory, with a curl that copies files."""
     bin_dir, work, status = tmp_path / "bin", tmp_path / "work", tmp_path / "status"
@@ -90,8 +94,8 @@ def _run_pod(tmp_path: Path, spec: JobSpec, curl_exit: int = 0) -> dict[str, int
            "UPLOADED": str(tmp_path / "uploaded")}
 
     def start(container: dict[str, Any]) -> subprocess.Popen[str]:
-        command = [part.replace(staging.STATUS_DIR, str(status))
-                   for part in container["command"]]
+        command = [part.replace(staging.STATUS_DIR, str(status)).replace(
+            staging.CREDENTIALS, str(creds)) for part in container["command"]]
         return subprocess.Popen(command, cwd=work, env=env, text=True)
 
     codes = {}
@@ -100,6 +104,10 @@ def _run_pod(tmp_path: Path, spec: JobSpec, curl_exit: int = 0) -> dict[str, int
         if codes[container["name"]]:
             return codes
     running = {c["name"]: start(c) for c in pod_spec["containers"]}
+    if kill_payload:  # as an OOM kill does: the whole container, before it writes a status
+        while not (status / "pid").exists():
+            pass
+        running["job"].kill()
     codes.update({name: process.wait(timeout=30) for name, process in running.items()})
     return codes
 
@@ -144,3 +152,34 @@ def test_a_failed_staging_container_is_the_jobs_exit_code_and_reason(
         status: dict[str, Any], exit_code: int, reason: str) -> None:
     state, _, code, said = objects.pod_state({"status": {"phase": "Failed", **status}})
     assert (state, code, said) == ("failed", exit_code, reason)
+
+
+def test_an_upload_does_not_wait_for_a_payload_killed_before_its_status(
+        tmp_path: Path) -> None:
+    codes = _run_pod(tmp_path, JobSpec("echo r > result.bin; sleep 30\n",
+                                       remote_outputs={"result.bin": OUT}), kill_payload=True)
+    assert codes == {"job": -9, "stage-out": 0}, "the upload waited, or claimed the exit"
+    assert not (tmp_path / "uploaded").exists()
+
+
+def test_an_output_that_links_elsewhere_is_not_uploaded(tmp_path: Path) -> None:
+    codes = _run_pod(tmp_path, JobSpec("ln -s /etc/hostname result.bin\n",
+                                       remote_outputs={"result.bin": OUT}))
+    assert codes == {"job": 0, "stage-out": staging.STAGE_OUT_FAILED}
+    assert not (tmp_path / "uploaded").exists()
+
+
+def test_a_stager_image_no_node_has_is_refused_at_submit() -> None:
+    spec = JobSpec("true\n", remote_outputs={"r.bin": OUT}, credentials=CREDS)
+    opts = objects.options_of(spec, shape="pod", workers=0, image="worker:1", runtime=RUNTIME)
+    nodes = [{"status": {"images": [{"names": ["docker.io/worker:1"]}]}}]
+    assert STAGER in objects.refusal(spec, opts, lambda: nodes)
+    nodes[0]["status"]["images"].append({"names": [f"docker.io/{STAGER}"]})
+    assert objects.refusal(spec, opts, lambda: nodes) == ""
+
+
+def test_a_pod_finishes_when_its_last_container_does() -> None:
+    pod = {"status": {"containerStatuses": [
+        {"state": {"terminated": {"finishedAt": "2026-12-03T02:00:01Z"}}},
+        {"state": {"terminated": {"finishedAt": "2026-12-03T02:00:04Z"}}}]}}
+    assert objects.finished_at(pod) == "2026-12-03T02:00:04Z"

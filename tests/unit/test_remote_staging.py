@@ -30,6 +30,8 @@ CREDS = "/run/pytest-stacks/store-credentials/store"
              credentials=CREDS), "is not s3://"),
     (JobSpec("true", remote_inputs={"x": URL}), "need credentials"),
     (JobSpec("true", remote_inputs={"x": URL}, credentials="store"), "absolute path"),
+    (JobSpec("true", remote_inputs={"x": URL}, credentials="/run/../etc"), "no '.' or '..'"),
+    (JobSpec("true", remote_outputs={"-": OUT}, credentials=CREDS), "not first '-'"),
 ])
 def test_what_cannot_be_staged_is_refused_with_the_reason(spec: JobSpec, problem: str) -> None:
     with pytest.raises(ValueError, match=problem):

@@ -122,11 +122,7 @@ class KubernetesClient:
     def _manifest(self, spec: JobSpec) -> Obj:
         opts = objects.options_of(spec, shape=self._shape, workers=self._workers,
                                   image=self._image, runtime=self.runtime)
-        refused = staging.refusal(spec, self.runtime.real, self.runtime.stager, opts.shape)
-        if spec.container and not refused:
-            refused = objects.image_refusal(spec.container, self.runtime,
-                                            lambda: self._api.list("Node"))
-        if refused:
+        if refused := objects.refusal(spec, opts, lambda: self._api.list("Node")):
             raise ValueError(refused)
         build = objects.pod if opts.shape == "pod" else objects.mpijob
         return build(spec, opts, name=self._next_name(), namespace=self.namespace,
@@ -242,7 +238,8 @@ class KubernetesClient:
         return JobStatus(handle, JobState.PENDING, "", None, "no condition yet")
 
     def completion_times(self, handles: Sequence[JobHandle]) -> list[str | None]:
-        """When each job succeeded (pod: container finishedAt; MPIJob: status.completionTime),
+        """When each job succeeded (pod: its last container's finishedAt; MPIJob:
+        status.completionTime),
         or None when it did not (yet) or cannot be seen."""
         times: list[str | None] = []
         with self._whole_call("completion times"):
@@ -253,8 +250,7 @@ class KubernetesClient:
                     times.append(None)
                 elif rec.kind == "Pod":
                     phase = (obj.get("status") or {}).get("phase")
-                    times.append(terminated(obj).get("finishedAt") if phase == "Succeeded"
-                                 else None)
+                    times.append(objects.finished_at(obj) if phase == "Succeeded" else None)
                 else:
                     times.append((obj.get("status") or {}).get("completionTime"))
         return times

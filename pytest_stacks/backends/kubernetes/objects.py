@@ -201,14 +201,12 @@ def _sshd_worker(template: Obj) -> Obj:
 
 
 def pod(spec: JobSpec, opts: JobOptions, *, name: str, namespace: str, run_id: str) -> Obj:
-    """One Pod; with staging containers where the job has remote files (checked first:
-    :func:`staging.refusal`)."""
+    """One Pod; with staging containers where the job has remote files (the driver checks
+    first that they can be staged: :func:`refusal`)."""
     pod_spec = _pod_spec(spec, opts)
     if spec.remote_inputs or spec.remote_outputs:
-        runtime = opts.runtime
-        staging.add_staging(pod_spec, spec, stager=runtime.stager,
-                            pull_policy=runtime.pull_policy,
-                            cpu=runtime.cpu_request or str(spec.cpus))
+        staging.add_staging(pod_spec, spec, stager=opts.runtime.stager,
+                            pull_policy=opts.runtime.pull_policy)
     return {
         "apiVersion": RESOURCES["Pod"].api_version, "kind": "Pod",
         "metadata": {"name": name, "namespace": namespace, "labels": _labels(run_id, name),
@@ -279,8 +277,8 @@ POD_PHASES = {"Pending": "pending", "Running": "running", "Succeeded": "complete
 
 
 def terminated(pod: Obj | None) -> Obj:
-    """The terminated state of a pod's payload container (the one named ``job``, else the
-    first: an operator's launcher), or {}."""
+    """The terminated state of a pod's payload container (the one named ``job``: ours, and
+    an MPIJob launcher's from our template; else the first), or {}."""
     statuses = ((pod or {}).get("status") or {}).get("containerStatuses") or [{}]
     ours = [s for s in statuses if s.get("name") == staging.JOB] or statuses
     return dict((ours[0].get("state") or {}).get("terminated") or {})
@@ -309,6 +307,24 @@ def pod_state(pod: Obj) -> tuple[str, str, int | None, str]:
         exit_code, reason = stage[0], "; ".join(x for x in (reason, stage[1]) if x)
     native = f"{phase}/{status['reason']}" if status.get("reason") else phase
     return state, native, None if exit_code is None else int(exit_code), reason
+
+
+def finished_at(pod: Obj) -> str | None:
+    """When the pod's last container ended (a staging upload ends after the payload)."""
+    times = [str(t) for entry in (pod.get("status") or {}).get("containerStatuses") or []
+             if (t := ((entry.get("state") or {}).get("terminated") or {}).get("finishedAt"))]
+    return max(times) if times else None
+
+
+def refusal(spec: JobSpec, opts: JobOptions, nodes: Callable[[], list[Obj]]) -> str:
+    """Why the job is refused at submit ("" where it is not): files it cannot have, then an
+    image it needs (its own, the stager where it stages) that no node has."""
+    runtime = opts.runtime
+    staged = bool(spec.remote_inputs or spec.remote_outputs)
+    said = staging.refusal(spec, runtime.real, runtime.stager, opts.shape)
+    for image in (spec.container, runtime.stager if staged else ""):
+        said = said or (image_refusal(image, runtime, nodes) if image else "")
+    return said
 
 
 def image_refusal(image: str, runtime: Runtime, nodes: Callable[[], list[Obj]]) -> str:

@@ -11,8 +11,11 @@ A failed download fails the Pod before the payload runs (the init container's ex
 staging container's termination message (its log's tail: curl's words and the store's S3
 error document) is the job's reason.
 
-The upload waits for the payload's exit status in a volume of the Pod: a payload killed
-before it can write one (OOM) leaves the upload waiting until the Pod's deadline.
+The upload waits for the payload's exit status in a volume of the Pod, and for nothing once
+the payload's shell is gone without one (killed: an OOM kills the whole container); the Pod
+shares one process namespace so the upload can see that. The credentials are mounted at a
+fixed path, only into the staging containers: the payload never sees the keys, and an output
+that is not a regular file (a link to the keys) is refused, not uploaded.
 """
 
 from __future__ import annotations
@@ -29,6 +32,8 @@ STAGE_OUT_FAILED = 91
 WORKDIR = "/work"  # the job's working directory: an emptyDir shared by all three
 STATUS_DIR = "/pytest-stacks-stage"  # the payload's exit status, for the upload
 TRUST = "/etc/ssl/certs"  # the node's, which trusts the stack's store
+CREDENTIALS = "/pytest-stacks-credentials"  # where the staging containers see the node's
+STAGING_CPU = "10m"  # the staging containers only wait and copy
 
 
 def refusal(spec: JobSpec, real: bool, stager: str, shape: str) -> str:
@@ -53,17 +58,16 @@ def refusal(spec: JobSpec, real: bool, stager: str, shape: str) -> str:
     return ""
 
 
-def _stager(name: str, script: str, spec: JobSpec, image: str, pull_policy: str,
-            cpu: str) -> Obj:
+def _stager(name: str, script: str, image: str, pull_policy: str) -> Obj:
     container: Obj = {
         "name": name, "image": image, "command": ["/bin/bash", "-c", script],
         "workingDir": WORKDIR,
         "volumeMounts": [
             {"name": "work", "mountPath": WORKDIR},
             {"name": "status", "mountPath": STATUS_DIR},
-            {"name": "store-credentials", "mountPath": spec.credentials, "readOnly": True},
+            {"name": "store-credentials", "mountPath": CREDENTIALS, "readOnly": True},
             {"name": "node-trust", "mountPath": TRUST, "readOnly": True}],
-        "resources": {"requests": {"cpu": cpu}},
+        "resources": {"requests": {"cpu": STAGING_CPU}},
         "terminationMessagePolicy": "FallbackToLogsOnError",
     }
     if pull_policy:
@@ -72,16 +76,25 @@ def _stager(name: str, script: str, spec: JobSpec, image: str, pull_policy: str,
 
 
 def _stage_in(spec: JobSpec) -> str:
-    return "\n".join([s3_curl.helper(spec.credentials),
+    return "\n".join([s3_curl.helper(CREDENTIALS),
                       *(s3_curl.download(name, url, f"exit {STAGE_IN_FAILED}")
                         for name, url in spec.remote_inputs.items())]) + "\n"
 
 
 def _stage_out(spec: JobSpec) -> str:
+    """Wait for the payload's status; a payload gone without one (its shell's pid no longer
+    answers, the status still missing) leaves its own exit code standing: nothing is sent."""
+    status, pid = f"{STATUS_DIR}/status", f"{STATUS_DIR}/pid"
     return "\n".join([
-        s3_curl.helper(spec.credentials),
-        f"until [ -s {STATUS_DIR}/status ]; do sleep 0.2; done",
-        f"read -r __status < {STATUS_DIR}/status",
+        s3_curl.helper(CREDENTIALS),
+        f"until [ -s {status} ]; do",
+        f'    if [ -s {pid} ] && ! kill -0 "$(cat {pid})" 2>/dev/null && [ ! -s {status} ]; then',
+        "        echo 'pytest-stacks: the payload ended without an exit status (killed?): "
+        "nothing uploaded' >&2; exit 0",
+        "    fi",
+        "    sleep 0.2",
+        "done",
+        f"read -r __status < {status}",
         "__failed=0",
         *(s3_curl.upload(name, url, "__failed=1") for name, url in spec.remote_outputs.items()),
         f'[ "$__failed" -eq 0 ] || [ "$__status" -ne 0 ] || exit {STAGE_OUT_FAILED}',
@@ -91,30 +104,32 @@ def _stage_out(spec: JobSpec) -> str:
 def _wrapped(body: str) -> str:
     """The payload in a subshell (its ``exit`` ends only the payload), then its exit status
     where the upload waits for it; the container still ends with the payload's code."""
-    return (f"(\n:\n{body.rstrip(chr(10))}\n)\n__status=$?\n"
+    return (f"echo $$ > {STATUS_DIR}/pid\n(\n:\n{body.rstrip(chr(10))}\n)\n__status=$?\n"
             f"echo \"$__status\" > {STATUS_DIR}/status\nexit \"$__status\"\n")
 
 
-def add_staging(pod_spec: Obj, spec: JobSpec, *, stager: str, pull_policy: str,
-                cpu: str) -> None:
+def add_staging(pod_spec: Obj, spec: JobSpec, *, stager: str, pull_policy: str) -> None:
     """Give the Pod spec (one container, the payload's) its staging containers and volumes."""
     [job] = pod_spec["containers"]
     job["workingDir"] = WORKDIR
-    job["volumeMounts"] = [{"name": "work", "mountPath": WORKDIR},
-                           {"name": "status", "mountPath": STATUS_DIR}]
-    pod_spec["volumes"] = [
+    job.setdefault("volumeMounts", []).extend([{"name": "work", "mountPath": WORKDIR},
+                                               {"name": "status", "mountPath": STATUS_DIR}])
+    # A credentials directory missing on the node is made (empty): the download then fails
+    # at once with curl's words, where a missing hostPath would hold the Pod until its
+    # deadline.
+    pod_spec.setdefault("volumes", []).extend([
         {"name": "work", "emptyDir": {}},
         {"name": "status", "emptyDir": {}},
         {"name": "store-credentials", "hostPath": {"path": spec.credentials,
-                                                   "type": "Directory"}},
-        {"name": "node-trust", "hostPath": {"path": TRUST, "type": "Directory"}}]
+                                                   "type": "DirectoryOrCreate"}},
+        {"name": "node-trust", "hostPath": {"path": TRUST, "type": "Directory"}}])
     if spec.remote_inputs:
-        pod_spec["initContainers"] = [
-            _stager(STAGE_IN, _stage_in(spec), spec, stager, pull_policy, cpu)]
+        pod_spec.setdefault("initContainers", []).append(
+            _stager(STAGE_IN, _stage_in(spec), stager, pull_policy))
     if spec.remote_outputs:
         job["command"] = [*job["command"][:2], _wrapped(job["command"][2])]
-        pod_spec["containers"].append(
-            _stager(STAGE_OUT, _stage_out(spec), spec, stager, pull_policy, cpu))
+        pod_spec["shareProcessNamespace"] = True  # the upload sees a payload killed early
+        pod_spec["containers"].append(_stager(STAGE_OUT, _stage_out(spec), stager, pull_policy))
 
 
 def failed_staging(pod: Obj) -> tuple[int, str] | None:
