@@ -70,7 +70,8 @@ def test_upstream_adaptation_on_a_faithful_double(tmp_path: Path) -> None:
     manifest.write_text(f"""
 version: 1
 capabilities: {{submit: s, status: t, execution: e, kill: k, purge: p, inputs: i, outputs: o,
-               outputs.repeatable: r, logs: l, mpi: m}}
+               outputs.repeatable: r, logs: l, mpi: m, container: c, container.refused: cr,
+               inputs.remote: ir, outputs.remote: orm}}
 backends:
   htcondor: {{window: {{anchor: "23.9", leading_edge: "25.13"}}}}
 stacks:
