@@ -14,8 +14,10 @@ error document) is the job's reason.
 The upload waits for the payload's exit status in a volume of the Pod, and for nothing once
 the payload's shell is gone without one (killed: an OOM kills the whole container); the Pod
 shares one process namespace so the upload can see that. The credentials are mounted at a
-fixed path, only into the staging containers: the payload never sees the keys, and an output
-that is not a regular file (a link to the keys) is refused, not uploaded.
+fixed path, only into the staging containers (the payload's container mounts none; a root
+payload could still reach them through the shared /proc, as a Slurm job can read its node's
+keys: this is a test stack's store, not a vault), and an output that is not a regular file
+(a link to the keys) is refused, not uploaded.
 """
 
 from __future__ import annotations
