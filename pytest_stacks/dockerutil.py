@@ -99,12 +99,15 @@ def ensure_built_image(reference: str, context: Path, build_args: Mapping[str, s
     """Build ``reference`` from ``context`` unless the image of that name was built from the
     same inputs (the folder, the build args, the base image: its content label says so); a
     name that stays the same across changes (the MPI worker image pods name) is never a
-    stale image. Returns whether it built; raises ImageBuildError when the build fails."""
+    stale image. The image the name leaves behind is removed (unless a container still runs
+    it): every change would otherwise leave an untagged image of hundreds of MB on the disk.
+    Returns whether it built; raises ImageBuildError when the build fails."""
     args = {**build_args, **({"BASE_IMAGE": base} if base else {})}
     tag = content_tag(context, args, image_id(base) if base else "")
     with build_lock(reference):
         if _content_of(reference) == tag:
             return False
+        replaced = image_id(reference) if image_exists(reference) else ""
         with progress.step(f"image build {reference}"):
             done = run_cli(
                 ["build", "-q", "-t", reference, f"--label={CONTENT_LABEL}={tag}",
@@ -114,6 +117,20 @@ def ensure_built_image(reference: str, context: Path, build_args: Mapping[str, s
             tail = "\n".join((done.stderr or done.stdout).strip().splitlines()[-15:])
             raise ImageBuildError(f"image build of {reference} failed (exit "
                                   f"{done.returncode}):\n{tail}")
+        if replaced and replaced != image_id(reference):
+            remove_untagged(replaced)
+    return True
+
+
+def remove_untagged(image: str) -> bool:
+    """Remove an image that no name points at any more; False where it is still named or
+    used by a container (the engine refuses), or already gone."""
+    try:
+        if client().images.get(image).tags:
+            return False
+        client().images.remove(image)
+    except Exception:
+        return False
     return True
 
 

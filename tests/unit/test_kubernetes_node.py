@@ -4,10 +4,12 @@ choose it, the builds a node stack needs and the cache keys of its images."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
 import pytest
+from filelock import FileLock
 
 from pytest_stacks import gobuild
 from pytest_stacks.backends.kubernetes import objects
@@ -22,7 +24,7 @@ from pytest_stacks.backends.kubernetes.api import (
 )
 from pytest_stacks.backends.kubernetes.driver import KubernetesClient
 from pytest_stacks.backends.kubernetes.fake import FakeCluster
-from pytest_stacks.backends.kubernetes.node_images import images_key
+from pytest_stacks.backends.kubernetes.node_images import COMPLETE, images_key, prune_sets
 from pytest_stacks.contract import JobSpec
 from pytest_stacks.errors import StacksError
 from pytest_stacks.manifest import load
@@ -166,3 +168,20 @@ def test_every_stack_that_runs_mpi_runs_the_same_mpi_program() -> None:
     assert "MPI_Allreduce" in worker and "MPI_Init" in worker
     dockerfile = (root / "mpi-worker" / "Dockerfile").read_text()
     assert "mpicc" in dockerfile and "pytest-stacks-rank" in dockerfile
+
+
+def test_only_the_node_image_sets_used_most_recently_stay(tmp_path: Path) -> None:
+    sets = []
+    for age in range(5):  # k8s-node-0 is the newest
+        folder = tmp_path / f"k8s-node-{age}"
+        folder.mkdir()
+        (folder / "mpi-worker.tar").write_bytes(b"x")
+        (folder / COMPLETE).write_text("")
+        os.utime(folder / COMPLETE, (1000 - age, 1000 - age))
+        sets.append(folder)
+    (tmp_path / "k8s-node-building").mkdir()  # no .complete: a build under way
+    with FileLock(str(sets[3]) + ".lock"):  # another session holds this one
+        removed = prune_sets(tmp_path, keep=2)
+    assert removed == [sets[2], sets[4]]
+    assert [p.exists() for p in sets] == [True, True, False, True, False]
+    assert (tmp_path / "k8s-node-building").exists()

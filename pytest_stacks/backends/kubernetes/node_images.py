@@ -12,7 +12,9 @@ into the node's own containerd (pods then use them with ``imagePullPolicy: Never
 
 The tars are cached by the content of everything that makes them (the worker folder, its build
 arguments, the base image's id, the pause program's build), so a later bring-up only mounts
-them; a changed input builds a new pair under a new name.
+them; a changed input builds a new set under a new name, and only the :data:`KEEP_SETS` sets
+used most recently stay (each is hundreds of MB: a disk that fills up puts the kubelet under
+DiskPressure, which evicts the very pods a test runs).
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from filelock import FileLock
+from filelock import FileLock, Timeout
 
 from pytest_stacks import dockerutil, gobuild, progress
 from pytest_stacks.backends.kubernetes import extra_images
@@ -40,6 +42,7 @@ WORKER_BUILD_ARGS = ("OPENMPI_VERSION",)
 WORKER_MPI = {"OpenMPI": "openmpi", "MPICH": "mpich"}
 COMPLETE = ".complete"
 RECIPE = "2"  # how the tars are made here: a change rebuilds them
+KEEP_SETS = 6  # every real-node stack's set, twice over
 PAUSE_DOCKERFILE = ('FROM scratch\nCOPY pause /pause\nUSER 65535:65535\n'
                     'ENTRYPOINT ["/pause"]\n')
 
@@ -106,6 +109,7 @@ def ensure_node_images(stack: Stack, *, timeout: float) -> NodeImages:
                                for f, reference in sorted(extras.items())))
     target = gobuild.cache_root().parent / "images" / f"k8s-node-{key}"
     if (target / COMPLETE).exists():
+        (target / COMPLETE).touch()  # used now: the pruning keeps the most recent
         return NodeImages(target, pause, worker, tuple(extras.values()))
     target.parent.mkdir(parents=True, exist_ok=True)
     with progress.step("worker and pause images for the node"), \
@@ -125,7 +129,24 @@ def ensure_node_images(stack: Stack, *, timeout: float) -> NodeImages:
                 _docker(["save", "-o", str(partial), reference], timeout)
                 partial.rename(target / f"{name}.tar")
             (target / COMPLETE).write_text("\n".join([pause, worker, *extras.values()]) + "\n")
+    prune_sets(target.parent)
     return NodeImages(target, pause, worker, tuple(extras.values()))
+
+
+def prune_sets(root: Path, keep: int = KEEP_SETS) -> list[Path]:
+    """Remove all but the ``keep`` complete sets used most recently; a set another session is
+    building or reading under its lock stays. The removed sets."""
+    sets = sorted((p for p in root.glob("k8s-node-*") if (p / COMPLETE).is_file()),
+                  key=lambda p: (p / COMPLETE).stat().st_mtime, reverse=True)
+    removed = []
+    for stale in sets[keep:]:
+        try:
+            with FileLock(str(stale) + ".lock", timeout=0):
+                shutil.rmtree(stale, ignore_errors=True)
+        except Timeout:
+            continue
+        removed.append(stale)
+    return removed
 
 
 def _docker(args: list[str], timeout: float) -> None:
