@@ -93,6 +93,19 @@ def test_the_daemon_logs_name_our_job(backend, stack, stack_logs) -> None:
         time.sleep(0.5)  # daemons write their logs a moment after the state changes
 
 
+@pytest.mark.requires("submit", "status", "container.refused")
+def test_a_job_in_an_image_is_refused_not_run_bare(backend, stack) -> None:
+    """Our site has no container runtime on its nodes: a job that asks for an image must be
+    refused at submit with the reason, never run on the bare node; the plain job of the same
+    submit still runs."""
+    in_image, plain = backend.submit([
+        JobSpec(script="true\n", name="in-image", container="docker.io/library/debian:trixie"),
+        JobSpec(script="true\n", name="plain")])
+    assert not in_image.ok and "container" in in_image.error.lower(), in_image
+    [status] = wait_for(backend, submitted([plain]), timeout=stack.timeouts.job)
+    assert status.state is JobState.COMPLETED, status
+
+
 @pytest.mark.requires("site.accounting")
 def test_the_site_stack_is_the_pinned_one(stack, stack_info) -> None:
     assert stack_info["observed_version"] == stack.version == "24.11.5"
