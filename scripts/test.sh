@@ -13,8 +13,13 @@ run() {
     echo "== $*"
     local started=$SECONDS
     "$@"
-    local rc=$?
-    local took=$((SECONDS - started))
+    verdict $? $((SECONDS - started)) "$@"
+}
+
+# A stage's time is recorded; a pytest run that collected nothing, or any failure, ends here.
+verdict() { # rc seconds command...
+    local rc=$1 took=$2
+    shift 2
     STAGES+=("$(printf '%5d s  %s' "$took" "${*:1:4}")")
     echo "== took ${took} s: $*"
     if [ "$rc" -eq 5 ]; then
@@ -31,8 +36,13 @@ run() {
 TIMINGS="$PWD/$RESULTS/timings.jsonl"
 : > "$TIMINGS"
 prebuild=""
+beside=""  # the fault tests that run beside the real window (their own process group)
 PROGRAMS_PID="$RESULTS/prebuild-programs.pid"  # setup.sh's early Go builds (CI)
 finish() {
+    if [ -n "$beside" ] && kill -0 "$beside" 2>/dev/null; then
+        kill -TERM -- "-$beside" 2>/dev/null
+        wait "$beside" 2>/dev/null
+    fi
     if [ -n "$prebuild" ] && kill -0 "$prebuild" 2>/dev/null; then
         kill -TERM "$prebuild" 2>/dev/null
         wait "$prebuild" 2>/dev/null
@@ -87,11 +97,32 @@ if [ "$ENGINE" = 1 ]; then
     export PYTEST_STACKS_TIMINGS="$TIMINGS"
     args=()
     for s in "${real_stacks[@]}"; do args+=(--stack="$s"); done
+    # The lifecycle fault tests run beside the real window: each looks only at what its own
+    # sessions own (their owner labels), and a cold machine's real window mostly waits on the
+    # Kubernetes builds meanwhile. Those marked `exclusive` (a reaper proven, the engine
+    # restarted) need the engine to themselves and run after it.
+    faults=(env PYTEST_STACKS_REQUIRE_DOCKER=1 "$PY" -m pytest tests/faults -q -m "not exclusive")
+    echo "== ${faults[*]} (beside the real window: $RESULTS/faults-beside.log)"
+    beside_started=$SECONDS
+    setsid "${faults[@]}" > "$RESULTS/faults-beside.log" 2>&1 &
+    beside=$!
     # All of them in one run: they come up concurrently, each stack's tests on one worker.
     # The contract and backend tests must prove every capability each stack declares.
+    echo "== the real window"
+    window_started=$SECONDS
+    window_rc=0
     # shellcheck disable=SC2086  # REAL_TESTS holds several paths
-    run "$PY" -m pytest $REAL_TESTS -q "${args[@]}" -p no:randomly \
-        -n 4 --stack-group --stack-unproven=fail --stack-results="$RESULTS/results-real.json"
+    "$PY" -m pytest $REAL_TESTS -q "${args[@]}" -p no:randomly -n 4 --stack-group \
+        --stack-unproven=fail --stack-results="$RESULTS/results-real.json" || window_rc=$?
+    window_took=$((SECONDS - window_started))
+    beside_rc=0
+    wait "$beside" || beside_rc=$?
+    beside=""
+    echo "== the fault tests beside the real window said:"
+    cat "$RESULTS/faults-beside.log"
+    verdict "$window_rc" "$window_took" "$PY" -m pytest "$REAL_TESTS" "(the real window)"
+    verdict "$beside_rc" $((SECONDS - beside_started)) "$PY" -m pytest \
+        "tests/faults -m 'not exclusive' (beside the real window)"
     if ! wait "$prebuild"; then
         echo "== the background build failed (the real window reported what it meant):"
         tail -n 30 "$RESULTS/prebuild.log"
@@ -103,7 +134,7 @@ if [ "$ENGINE" = 1 ]; then
         || true
     run .venv/bin/pytest-stacks report "$RESULTS/results-fakes.json" "$RESULTS/results-real.json" \
         --matrix "$RESULTS/matrix-full.json"
-    PYTEST_STACKS_REQUIRE_DOCKER=1 run "$PY" -m pytest tests/faults -q
+    PYTEST_STACKS_REQUIRE_DOCKER=1 run "$PY" -m pytest tests/faults -q -m exclusive
     # The wheel as users install it: the packaged catalogue, fake and real stacks.
     PYTEST_STACKS_REQUIRE_DOCKER=1 run "$PY" -m pytest tests/packaging -q
 else

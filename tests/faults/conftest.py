@@ -15,3 +15,10 @@ def _private_run_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     private = tmp_path / "tmpdir"
     private.mkdir()
     monkeypatch.setenv("TMPDIR", str(private))
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "exclusive: needs the machine's Docker engine to itself (it proves what a "
+        "later run's reaper does; a run beside it would reap first). scripts/test.sh runs the "
+        "others beside the real window and these after it.")

@@ -103,6 +103,7 @@ def test_interrupt_tears_down(tmp_path: Path, sig: signal.Signals) -> None:
     assert _resources(proc.pid) == [], out[-3000:]
 
 
+@pytest.mark.exclusive  # a concurrent run's bring-up would reap the dead run's resources first
 @pytest.mark.parametrize("stack", [STACK, "k8s-1.36-mpi-0.8"])
 def test_sigkill_leftovers_are_reaped_by_the_next_run(tmp_path: Path, stack: str) -> None:
     """For the Kubernetes stack the whole plane (etcd, apiserver, the run's namespace and
@@ -393,6 +394,9 @@ def test_a_stack_a_test_failed_on_is_kept_on_request_until_down(tmp_path: Path) 
     found = re.search(r"docker exec -it (\S+) bash", line)
     assert found, line
     container = found.group(1)
+    run = subprocess.run(["docker", "inspect", "-f", f'{{{{index .Config.Labels "{RUN_LABEL}"}}}}',
+                          container], capture_output=True, text=True, check=True).stdout.strip()
+    assert run, f"the kept container {container} carries no run label"
     reach = subprocess.run(["docker", "exec", container, "sinfo", "-V"], capture_output=True,
                            text=True, check=False)
     assert reach.returncode == 0 and "slurm" in reach.stdout, reach
@@ -409,7 +413,7 @@ def test_a_stack_a_test_failed_on_is_kept_on_request_until_down(tmp_path: Path) 
                           capture_output=True, text=True, timeout=300, check=False)
     assert down.returncode == 0, down.stdout + down.stderr
     assert "ended run" in down.stdout
-    gone = subprocess.run(["docker", "ps", "-aq", "--filter", f"label={RUN_LABEL}",
+    gone = subprocess.run(["docker", "ps", "-aq", "--filter", f"label={RUN_LABEL}={run}",
                            "--filter", f"label=io.pytest-stacks.stack={STACK}"],
                           capture_output=True, text=True, check=True)
     assert gone.stdout.split() == [], "down left containers of the kept stack"

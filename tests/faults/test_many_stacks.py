@@ -223,6 +223,7 @@ def _wait_for_engine(timeout: float = 90) -> None:
     pytest.fail("the Docker engine did not come back after the restart")
 
 
+@pytest.mark.exclusive  # it restarts the one Docker engine every run on the machine uses
 @pytest.mark.skipif(os.geteuid() != 0, reason="restarting the Docker engine needs root")
 def test_engine_restart_mid_run_is_infra_within_a_bounded_time(tmp_path: Path) -> None:
     restart_now, restart_done = tmp_path / "restart-now", tmp_path / "restart-done"

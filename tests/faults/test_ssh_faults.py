@@ -44,9 +44,18 @@ def _run(where: Path, body: str, stack: str, *extra: str) -> subprocess.Complete
 
 
 def _left(project_prefix: str) -> list[str]:
-    out = subprocess.run(["docker", "ps", "-a", "--format", "{{.Names}}"], capture_output=True,
-                         text=True, check=True).stdout.split()
-    return [n for n in out if n.startswith(project_prefix)]
+    """Containers of this stack whose owning session has ended: what a finished run leaked.
+    A live session's (the real window, run beside these tests by scripts/test.sh) are not."""
+    out = subprocess.run(["docker", "ps", "-a", "--format",
+                          f'{{{{.Names}}}} {{{{.Label "{PID_LABEL}"}}}}'],
+                         capture_output=True, text=True, check=True).stdout.splitlines()
+    owned = [line.partition(" ")[::2] for line in out]
+    return [name for name, owner in owned if name.startswith(project_prefix)
+            and not _alive(owner)]
+
+
+def _alive(pid: str) -> bool:
+    return pid.isdigit() and Path(f"/proc/{pid}").exists()
 
 
 COMMON = """

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from filelock import FileLock
 
 from pytest_stacks import gobuild
@@ -185,3 +186,17 @@ def test_only_the_node_image_sets_used_most_recently_stay(tmp_path: Path) -> Non
     assert removed == [sets[2], sets[4]]
     assert [p.exists() for p in sets] == [True, True, False, True, False]
     assert (tmp_path / "k8s-node-building").exists()
+
+
+def test_the_test_node_neither_collects_images_nor_evicts() -> None:
+    """No registry can give an image back, and the host's disk is shared with every stack of the
+    run: a kubelet under DiskPressure reclaimed images, the sandbox image among them (containerd
+    1.6 does not pin it), and every later pod stayed Pending (CI, k8s-1.34-node). Every
+    eviction signal the kubelet knows of is switched off ("0%") and image GC never starts."""
+    config = yaml.safe_load((ROOT / "stacks/k8s-node/kubelet.yaml").read_text())
+    assert config["imageGCHighThresholdPercent"] == 100
+    signals = ("memory.available", "nodefs.available", "imagefs.available",
+               "nodefs.inodesFree", "imagefs.inodesFree")
+    assert {name: config["evictionHard"].get(name) for name in signals} == dict.fromkeys(
+        signals, "0%")
+    assert not config.get("evictionSoft")
