@@ -22,3 +22,14 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers", "exclusive: needs the machine's Docker engine to itself (it proves what a "
         "later run's reaper does; a run beside it would reap first). scripts/test.sh runs the "
         "others beside the real window and these after it.")
+
+
+#: Modules whose stacks are Kubernetes ones: on a new machine their Go programs are still being
+#: built while these tests start (scripts/test.sh runs them beside the real window, with the
+#: builds going on), so they go last and the others use that time.
+NEEDS_KUBERNETES_BUILDS = ("test_kind_faults.py", "test_existing_kubernetes_site.py")
+
+
+@pytest.hookimpl(trylast=True)  # after pytest-randomly's shuffle: keep its order within each part
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    items.sort(key=lambda item: item.path.name in NEEDS_KUBERNETES_BUILDS)
