@@ -3,10 +3,14 @@
 Run directories hold per-run credentials (tokens, ssh keys, kubeconfigs), so they sit in one
 private folder of this user. A run is *kept* when its stacks must outlive it: brought up by
 ``pytest-stacks up`` for a development loop, or left running by ``--stack-keep=on-failure`` for
-a person to look at. Kept-ness is a record of its own here (``kept-runs/<run id>.json``: the
-run directory, its stacks, why), not a value smuggled into an owner's start time: every reaper
+a person to look at. Kept-ness is a record of its own (``kept-runs/<run id>.json``: the run
+directory, its stacks, why), not a value smuggled into an owner's start time: every reaper
 (containers and networks, kind clusters, run directories) leaves a kept run alone, and only
-``pytest-stacks down`` ends it. Nothing here knows about stacks beyond their names.
+``pytest-stacks down`` ends it. Run directories follow ``TMPDIR``; the records do not (this
+user's state folder, ``$XDG_STATE_HOME/pytest-stacks``): a reaper works from Docker's labels,
+which are machine-wide, so a run with another ``TMPDIR`` (another shell, a CI job beside this
+one) must see the same records or it reaps what was kept. Nothing here knows about stacks
+beyond their names.
 """
 
 from __future__ import annotations
@@ -46,7 +50,21 @@ def up_root() -> Path:
     return runs_root() / UP_FOLDER
 
 
+def state_root() -> Path:
+    """This user's state folder for pytest-stacks, whatever ``TMPDIR`` says."""
+    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    root = Path(base) / "pytest-stacks"
+    root.mkdir(mode=0o700, parents=True, exist_ok=True)
+    return root
+
+
 def _marks() -> Path:
+    return state_root() / MARKS_FOLDER
+
+
+def _legacy_marks() -> Path:
+    """Where records were kept before they left ``TMPDIR``: still read, so an upgrade never
+    turns a kept run into a dead one."""
     return runs_root() / MARKS_FOLDER
 
 
@@ -62,17 +80,17 @@ def mark_kept(run_id: str, run_dir: Path, stacks: list[str], why: str) -> None:
 
 
 def unmark_kept(run_id: str) -> None:
-    (_marks() / f"{run_id}.json").unlink(missing_ok=True)
+    for folder in (_marks(), _legacy_marks()):
+        (folder / f"{run_id}.json").unlink(missing_ok=True)
 
 
 def kept_runs() -> dict[str, dict[str, Any]]:
     """Every kept run by id: its run directory, its stacks, why. An unreadable record still
     keeps its run (named by the file): reaping what someone kept is worse than leaving it."""
     found: dict[str, dict[str, Any]] = {}
-    folder = _marks()
-    if not folder.is_dir():
-        return found
-    for path in sorted(folder.glob("*.json")):
+    paths = [path for folder in (_legacy_marks(), _marks()) if folder.is_dir()
+             for path in sorted(folder.glob("*.json"))]
+    for path in paths:
         try:
             data = json.loads(path.read_text())
             found[path.stem] = {"run_dir": str(data["run_dir"]), "stacks": list(data["stacks"]),

@@ -161,9 +161,12 @@ def cmd_down(args: argparse.Namespace) -> int:
     from pytest_stacks.providers.labels import LABEL_STACK
 
     ended, problems = [], []
+    here = places.runs_root()
     for run_id, kept in places.kept_runs().items():
         if args.name and args.name not in kept["stacks"]:
             continue
+        if kept["run_dir"] and not Path(kept["run_dir"]).is_relative_to(here):
+            continue  # kept under another TMPDIR: protected here, ended from there
         left = reaper.sweep_run(run_id)
         if kept["run_dir"]:
             left += kind_owners.reap(kind.run_command, Path(kept["run_dir"]).parent,

@@ -11,7 +11,8 @@ import pytest
 def _private_run_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Each test's sessions get their own run root (TMPDIR), so a stack someone keeps with
     `pytest-stacks up` on this machine is never borrowed by a lifecycle test. Docker labels,
-    which the reaper works from, are machine-wide either way."""
+    which the reaper works from, are machine-wide either way, and so are the records of kept
+    runs (places.state_root): a run beside these tests never reaps a stack one of them keeps."""
     private = tmp_path / "tmpdir"
     private.mkdir()
     monkeypatch.setenv("TMPDIR", str(private))
