@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from pytest_stacks.providers.labels import LABEL_OWNER_PID, LABEL_OWNER_START, owner_alive
+
 REPO = Path(__file__).resolve().parents[2]
 DIRECT, JUMP = "slurm-26.05-cluster-ssh", "slurm-26.05-cluster-jump"
 PID_LABEL = "io.pytest-stacks.owner-pid"
@@ -47,15 +49,12 @@ def _left(project_prefix: str) -> list[str]:
     """Containers of this stack whose owning session has ended: what a finished run leaked.
     A live session's (the real window, run beside these tests by scripts/test.sh) are not."""
     out = subprocess.run(["docker", "ps", "-a", "--format",
-                          f'{{{{.Names}}}} {{{{.Label "{PID_LABEL}"}}}}'],
+                          f'{{{{.Names}}}} {{{{.Label "{LABEL_OWNER_PID}"}}}} '
+                          f'{{{{.Label "{LABEL_OWNER_START}"}}}}'],
                          capture_output=True, text=True, check=True).stdout.splitlines()
-    owned = [line.partition(" ")[::2] for line in out]
-    return [name for name, owner in owned if name.startswith(project_prefix)
-            and not _alive(owner)]
-
-
-def _alive(pid: str) -> bool:
-    return pid.isdigit() and Path(f"/proc/{pid}").exists()
+    rows = [[*line.split(" "), "", ""][:3] for line in out]
+    return [name for name, pid, start in rows if name.startswith(project_prefix)
+            and not owner_alive(int(pid) if pid.isdigit() else 0, start)]
 
 
 COMMON = """

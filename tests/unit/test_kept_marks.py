@@ -50,3 +50,27 @@ def test_records_from_before_still_keep_their_runs(tmp_path: Path,
 def test_the_records_sit_in_a_folder_of_this_user_only(tmp_path: Path) -> None:
     assert places.state_root() == tmp_path / "state" / "pytest-stacks"
     assert places.state_root().stat().st_mode & 0o077 == 0
+
+
+def test_down_ends_the_kept_runs_made_under_its_own_tmpdir_only(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Every TMPDIR sees every record (so nothing kept is reaped), but `down NAME` ends what was
+    kept here: a fault test's private `down` never ends a person's kept stack of the same
+    name."""
+    import argparse
+
+    from pytest_stacks.cli.stacks import cmd_down
+    from pytest_stacks.providers import kind_owners, reaper
+
+    swept: list[str] = []
+    monkeypatch.setattr(reaper, "sweep_run", lambda run_id: swept.append(run_id) or [])
+    monkeypatch.setattr(kind_owners, "reap", lambda *a, **k: [])
+    for name in ("theirs", "mine"):
+        _tmpdir(monkeypatch, tmp_path / name)
+        run_dir = places.up_root() / name
+        run_dir.mkdir(parents=True)
+        places.mark_kept(name, run_dir, ["slurm-24.11"], "pytest-stacks up")
+    assert cmd_down(argparse.Namespace(name="slurm-24.11", force=False)) == 0
+    assert swept == ["mine"] and list(places.kept_runs()) == ["theirs"]
+    assert "ended run mine" in capsys.readouterr().out
