@@ -97,32 +97,11 @@ if [ "$ENGINE" = 1 ]; then
     export PYTEST_STACKS_TIMINGS="$TIMINGS"
     args=()
     for s in "${real_stacks[@]}"; do args+=(--stack="$s"); done
-    # The lifecycle fault tests run beside the real window: each looks only at what its own
-    # sessions own (their owner labels), and a cold machine's real window mostly waits on the
-    # Kubernetes builds meanwhile. Those marked `exclusive` (a reaper proven, the engine
-    # restarted) need the engine to themselves and run after it.
-    faults=(env PYTEST_STACKS_REQUIRE_DOCKER=1 "$PY" -m pytest tests/faults -q -m "not exclusive")
-    echo "== ${faults[*]} (beside the real window: $RESULTS/faults-beside.log)"
-    beside_started=$SECONDS
-    setsid "${faults[@]}" > "$RESULTS/faults-beside.log" 2>&1 &
-    beside=$!
     # All of them in one run: they come up concurrently, each stack's tests on one worker.
     # The contract and backend tests must prove every capability each stack declares.
-    echo "== the real window"
-    window_started=$SECONDS
-    window_rc=0
     # shellcheck disable=SC2086  # REAL_TESTS holds several paths
-    "$PY" -m pytest $REAL_TESTS -q "${args[@]}" -p no:randomly -n 4 --stack-group \
-        --stack-unproven=fail --stack-results="$RESULTS/results-real.json" || window_rc=$?
-    window_took=$((SECONDS - window_started))
-    beside_rc=0
-    wait "$beside" || beside_rc=$?
-    beside=""
-    echo "== the fault tests beside the real window said:"
-    cat "$RESULTS/faults-beside.log"
-    verdict "$window_rc" "$window_took" "$PY" -m pytest "$REAL_TESTS" "(the real window)"
-    verdict "$beside_rc" $((SECONDS - beside_started)) "$PY" -m pytest \
-        "tests/faults -m 'not exclusive' (beside the real window)"
+    run "$PY" -m pytest $REAL_TESTS -q "${args[@]}" -p no:randomly \
+        -n 4 --stack-group --stack-unproven=fail --stack-results="$RESULTS/results-real.json"
     if ! wait "$prebuild"; then
         echo "== the background build failed (the real window reported what it meant):"
         tail -n 30 "$RESULTS/prebuild.log"
@@ -134,7 +113,10 @@ if [ "$ENGINE" = 1 ]; then
         || true
     run .venv/bin/pytest-stacks report "$RESULTS/results-fakes.json" "$RESULTS/results-real.json" \
         --matrix "$RESULTS/matrix-full.json"
-    PYTEST_STACKS_REQUIRE_DOCKER=1 run "$PY" -m pytest tests/faults -q -m exclusive
+    # The lifecycle fault tests after the window, alone: run beside it (tried: tests/faults is
+    # ready for it, see the exclusive marker) their time bounds (a preflight in < 30 s) broke
+    # under the window's load on 2 cores.
+    PYTEST_STACKS_REQUIRE_DOCKER=1 run "$PY" -m pytest tests/faults -q
     # The wheel as users install it: the packaged catalogue, fake and real stacks.
     PYTEST_STACKS_REQUIRE_DOCKER=1 run "$PY" -m pytest tests/packaging -q
 else
