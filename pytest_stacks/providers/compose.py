@@ -28,6 +28,7 @@ from pytest_stacks.errors import InfrastructureError, StacksError
 from pytest_stacks.gobuild import GoModuleBuild
 from pytest_stacks.manifest import Stack
 from pytest_stacks.providers import images, object_store, preflight, reaper, stack_adapter
+from pytest_stacks.providers import oci_bundles as oci
 from pytest_stacks.providers.access import access_for
 from pytest_stacks.providers.base import Attached, RunContext, StackInfo
 from pytest_stacks.providers.labels import LABEL_STACK
@@ -62,10 +63,11 @@ def _override(stack: Stack, ctx: RunContext, run_dir: Path) -> Path:
         doc["networks"][name] = {"labels": labels}
     if source.get("volumes"):
         doc["volumes"] = {name: {"labels": labels} for name in source["volumes"]}
-    store = object_store.override(stack, labels, list(source.get("services", {})))
-    for name, service in store.get("services", {}).items():
-        doc["services"].setdefault(name, {}).update(service)
-    doc.setdefault("volumes", {}).update(store.get("volumes", {}))
+    for part in (object_store.override(stack, labels, list(source.get("services", {}))),
+                 oci.override(stack)):
+        for name, service in part.get("services", {}).items():
+            doc["services"].setdefault(name, {}).update(service)
+        doc.setdefault("volumes", {}).update(part.get("volumes", {}))
     path = run_dir / f"{stack.name}.compose.override.yaml"
     path.write_text(yaml.safe_dump(doc, sort_keys=True))
     return path
@@ -136,6 +138,7 @@ class ComposeProvider:
                 images.ensure_image(upstream, refresh=ctx.lane == "canary")
             host_env = stack_adapter(stack).host_environment(stack, stack.timeouts.build)
             host_env.update(object_store.host_environment(stack, base, stack.timeouts.build))
+            oci.ensure_images(stack, base, stack.timeouts.build)
         except StacksError as exc:
             raise InfrastructureError(stack.name, str(exc)) from None
         return base, upstream, host_env
@@ -188,7 +191,8 @@ class ComposeProvider:
         """The compose invocation (project, files, ports, environment, image tag): the part of
         the stack's record known before anything starts."""
         assert stack.compose is not None
-        build_args = dict(stack.compose.build_args)  # floating already in the canary lane
+        # Floating already in the canary lane; the OCI runtime is part of what is built.
+        build_args = {**stack.compose.build_args, **oci.build_args(stack)}
         base_id = dockerutil.image_id(base) if base else ""
         tag = dockerutil.content_tag(stack.compose.directory, build_args, base_id)
         canary_build = ctx.lane == "canary" and not upstream
@@ -229,6 +233,7 @@ class ComposeProvider:
                     for c in self._containers(info)}
         try:
             object_store.wait_ready(stack, services, stack.timeouts.ready)
+            oci.install(stack, container, ctx.labels(stack.name), stack.timeouts.ready)
             endpoints.update(access_for(stack).endpoints(stack, ctx, info, services))
         except StacksError as exc:
             message = exc.message if isinstance(exc, InfrastructureError) else str(exc)

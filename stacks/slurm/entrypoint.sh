@@ -53,6 +53,29 @@ if [ -f "$conf_dir/cgroup.conf" ]; then
     log "cgroup.conf: $(tr '\n' ' ' < "$conf_dir/cgroup.conf")"
 fi
 
+# --- oci.conf: how slurmstepd runs `sbatch --container` jobs, where the image has a runtime --
+# Rootless crun as the job's user, its state under /run/user/<user>. The keys differ by
+# version (seen here): 22.05 refuses EnvExclude and RunTimeEnvExclude ("unrecognized key")
+# and has no %U (uid) pattern, so it gets neither and names the state folder by user name;
+# 24.11 and later keep Slurm's own variables out of the container.
+rm -f "$conf_dir/oci.conf"
+if [ -s /etc/pytest-stacks-oci-runtime ]; then
+    runtime=$(cat /etc/pytest-stacks-oci-runtime)
+    crun_at="$runtime --rootless=true --root=/run/user/%u/"
+    {
+        if version_ge 23.02; then
+            echo 'EnvExclude="^(SLURM_CONF|SLURM_CONF_SERVER)="'
+            echo 'RunTimeEnvExclude="^(SLURM_CONF|SLURM_CONF_SERVER)="'
+        fi
+        echo "RunTimeQuery=\"$crun_at state %n.%u.%j.%s.%t\""
+        echo "RunTimeKill=\"$crun_at kill -a %n.%u.%j.%s.%t\""
+        echo "RunTimeDelete=\"$crun_at delete --force %n.%u.%j.%s.%t\""
+        echo "RunTimeRun=\"$crun_at run --bundle %b %n.%u.%j.%s.%t\""
+    } > "$conf_dir/oci.conf"
+    install -d -m 1777 /run/user
+    log "oci.conf: $runtime runs container jobs"
+fi
+
 # --- The stack's object store, if it has one ------------------------------------
 # Its container makes a CA per run and shares it in this volume: trusted here like a site's
 # CA is on its nodes, so a job's own curl verifies the store (the store writes it within a

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import shlex
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from pytest_stacks.backends import remote_files
@@ -43,10 +43,13 @@ def run_comment(run_tag: str) -> str:
 class SlurmClient:
     def __init__(self, transport: Transport, stack: str, *, user: str = "submitter",
                  job_root: str = "/work/jobs", completion_user: str = "slurm",
-                 run_tag: str = "") -> None:
+                 run_tag: str = "", bundles: Mapping[str, str] | None = None) -> None:
         """``run_tag``: on a shared site, every job carries the run's id (its name's prefix
-        and its comment) so the run's jobs can be found, and only they, at its end."""
+        and its comment) so the run's jobs can be found, and only they, at its end.
+        ``bundles``: the OCI bundle the nodes keep for each image a job may ask for
+        (:mod:`.containers`)."""
         self._transport = transport
+        self._bundles = dict(bundles or {})
         self._run_tag = run_tag
         self._stack = stack
         self._user = user
@@ -92,7 +95,7 @@ class SlurmClient:
                 container = self._container(spec)
                 remote_files.check(spec)
                 files = dict(spec.inputs)
-                files[SCRIPT_NAME] = _wrap_script(spec).encode()
+                files[SCRIPT_NAME] = _wrap_script(spec, workdir).encode()
                 self._transport.put_files(workdir, files, user=self._user)
                 argv = [
                     "sbatch", "--parsable", f"--chdir={workdir}",
@@ -125,7 +128,8 @@ class SlurmClient:
         if self._oci is None:  # asked once per client: a cluster's config does not move
             conf = containers.oci_conf_path(self._run("scontrol", "show", "config").stdout)
             self._oci = (conf, self._transport.run(["test", "-e", conf], user=self._user).ok)
-        return containers.container_option(spec.container, version, *self._oci)
+        return containers.container_option(spec.container, version, *self._oci,
+                                           bundles=self._bundles)
 
     def _job_name(self, spec: JobSpec) -> str:
         return f"{RUN_PREFIX}{self._run_tag[-8:]}-{spec.name}" if self._run_tag else spec.name
@@ -272,7 +276,7 @@ class SlurmClient:
         """The same client over ``tap(transport)`` (its jobs are its own: nothing is shared)."""
         return SlurmClient(tap(self._transport), self._stack, user=self._user,
                            job_root=self._job_root, completion_user=self._completion_user,
-                           run_tag=self._run_tag)
+                           run_tag=self._run_tag, bundles=self._bundles)
 
 
 def _placement(spec: JobSpec) -> list[str]:
@@ -284,10 +288,19 @@ def _placement(spec: JobSpec) -> list[str]:
     return [f"--nodes={int(workers)}", "--ntasks-per-node=1"]
 
 
-def _wrap_script(spec: JobSpec) -> str:
+def _wrap_script(spec: JobSpec, workdir: str) -> str:
     """The batch script: the job's environment exported, then the user's script as given.
 
-    Exporting here rather than with ``--export=K=V`` keeps values with commas intact.
+    Exporting here rather than with ``--export=K=V`` keeps values with commas intact. A job
+    in a container runs in the image's shell, where the node's curl is not: it stages
+    nothing itself.
     """
     exports = "".join(f"export {k}={shlex.quote(v)}\n" for k, v in spec.env.items())
-    return staging.staged(spec, exports)
+    if not spec.container:
+        return staging.staged(spec, exports)
+    if spec.remote_inputs or spec.remote_outputs:
+        raise ValueError(
+            f"refused at submit: a job in container {spec.container!r} cannot stage remote "
+            "files on Slurm (the job's own wrapper stages them with the node's curl, which "
+            "the image does not have): ask for one or the other")
+    return f"{containers.preamble(workdir)}{exports}{spec.body}\n"
