@@ -196,8 +196,9 @@ class ControlPlaneAdapter:
             result = transport.run([READY], user="root", timeout=30)
             return result.ok, (result.stdout or result.stderr).strip()[-300:]
 
-        poll_until(ask, lambda answer: answer[0], timeout=timeout, interval=1.0,
-                   first_interval=0.5, on_timeout=lambda answer: f"last answer: {answer[1]}")
+        # Asked often: the stack's ready.sh asks the API with curl, milliseconds a time.
+        poll_until(ask, lambda answer: answer[0], timeout=timeout, interval=0.25,
+                   first_interval=0.25, on_timeout=lambda answer: f"last answer: {answer[1]}")
 
     def prepare(self, stack: Stack, transport: Transport, run_dir: Path,
                 ports: dict[str, int]) -> dict[str, str]:
