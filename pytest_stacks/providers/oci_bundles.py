@@ -74,17 +74,21 @@ def install(stack: Stack, node: Any, labels: Mapping[str, str], timeout: float) 
     config = template.read_bytes()
     for image, path in bundles.items():
         rootfs = _rootfs_of(image, labels, timeout)
-        made = node.exec_run(["mkdir", "-p", f"{path}/rootfs"], user="root")
-        if made.exit_code != 0:
-            raise StacksError(f"cannot make the bundle {path} on stack {stack.name}: "
-                              f"{made.output.decode(errors='replace')[-500:]}")
-        if not (node.put_archive(f"{path}/rootfs", rootfs)
-                and node.put_archive(path, _bundle_files(config))):
-            raise StacksError(f"cannot unpack image {image} into {path} on stack {stack.name}")
-        opened = node.exec_run(["chmod", "-R", "a+rX", path], user="root")
-        if opened.exit_code != 0:
-            raise StacksError(f"cannot open the bundle {path} to the job's user: "
-                              f"{opened.output.decode(errors='replace')[-500:]}")
+        try:
+            _on_node(node, ["mkdir", "-p", f"{path}/rootfs"])
+            if not (node.put_archive(f"{path}/rootfs", rootfs)
+                    and node.put_archive(path, _bundle_files(config))):
+                raise StacksError("the engine refused the copy")
+            _on_node(node, ["chmod", "-R", "a+rX", path])  # the job's user reads it
+        except Exception as exc:  # the engine's own errors too: said as the stack's
+            raise StacksError(f"cannot unpack image {image} into the bundle {path} on stack "
+                              f"{stack.name}: {exc}") from None
+
+
+def _on_node(node: Any, argv: list[str]) -> None:
+    done = node.exec_run(argv, user="root")
+    if done.exit_code != 0:
+        raise StacksError(f"{' '.join(argv)}: {done.output.decode(errors='replace')[-500:]}")
 
 
 def _rootfs_of(image: str, labels: Mapping[str, str], timeout: float) -> bytes:

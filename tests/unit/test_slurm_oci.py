@@ -99,3 +99,30 @@ def test_a_container_job_that_stages_remote_files_is_refused() -> None:
                    remote_inputs={"in.txt": "s3://store.example/jobs/in.txt"})
     with pytest.raises(ValueError, match="cannot stage remote files on Slurm"):
         _wrap_script(spec, "/work/jobs/abc")
+
+
+class _Node:
+    """A node container that refuses what it is told (exit 1, or a refused copy)."""
+
+    def __init__(self, exit_code: int, copies: bool) -> None:
+        self.exit_code, self.copies = exit_code, copies
+
+    def exec_run(self, argv: list[str], user: str) -> Any:
+        return type("Done", (), {"exit_code": self.exit_code, "output": b"Permission denied"})
+
+    def put_archive(self, path: str, data: bytes) -> bool:
+        return self.copies
+
+
+@pytest.mark.parametrize(("node", "said"), [
+    (_Node(1, True), "mkdir -p /srv/oci/bundles/container-probe/rootfs: Permission denied"),
+    (_Node(0, False), "the engine refused the copy"),
+])
+def test_a_bundle_that_cannot_be_unpacked_names_the_image_the_bundle_and_why(
+        monkeypatch: pytest.MonkeyPatch, node: _Node, said: str) -> None:
+    monkeypatch.setattr(oci_bundles, "_rootfs_of", lambda image, labels, timeout: b"")
+    stack = _stack(oci_runtime="crun", container_probe=PROBE)
+    with pytest.raises(StacksError) as raised:
+        oci_bundles.install(stack, node, {}, 10)
+    assert f"cannot unpack image {PROBE} into the bundle {BUNDLE} on stack slurm-24.11" \
+        in str(raised.value) and said in str(raised.value), raised.value
