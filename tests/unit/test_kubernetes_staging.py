@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
@@ -105,8 +106,9 @@ def _run_pod(tmp_path: Path, spec: JobSpec, curl_exit: int = 0,
             return codes
     running = {c["name"]: start(c) for c in pod_spec["containers"]}
     if kill_payload:  # as an OOM kill does: the whole container, before it writes a status
-        while not (status / "pid").exists():
-            pass
+        # (after its pid: a file seen created but not yet written raced the kill under load)
+        while not ((status / "pid").exists() and (status / "pid").read_text().strip()):
+            time.sleep(0.01)
         running["job"].kill()
     codes.update({name: process.wait(timeout=30) for name, process in running.items()})
     return codes
