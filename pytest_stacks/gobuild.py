@@ -51,6 +51,12 @@ class GoModuleBuild:
     minor as ``version`` are required at ``version`` (kwok v0.8.0 asks for v0.36.1, the
     stack's Kubernetes is v0.36.3): one patch release of the same API, so Go's build cache
     compiles client-go and its siblings once for the stack's version, not twice.
+
+    ``after``: builds whose compiled packages this one shares (the same module versions: a
+    version's kubelet and its kube-apiserver, kwok aligned to it), built first. Go's build
+    cache serves a package compiled by an earlier process, never by one still running: two
+    such builds at once compile the shared part twice (seen on a new machine: the kubelet of
+    v1.37 beside that version's control plane, ten minutes of a core for nothing).
     """
 
     name: str
@@ -61,6 +67,7 @@ class GoModuleBuild:
     files: Mapping[str, str] = field(default_factory=dict)  # out name -> "module:path in zip"
     sources: Mapping[str, str] = field(default_factory=dict)
     patch_align: tuple[str, str] | None = None
+    after: tuple[GoModuleBuild, ...] = ()
 
     def digest(self, go_version: str) -> str:
         text = json.dumps([self.requires, self.programs, self.ldflags, self.stage_replacements_of,
@@ -86,6 +93,8 @@ def cache_root() -> Path:
 
 def ensure_built(build: GoModuleBuild, *, timeout: float = 3600) -> Path:
     """The folder holding ``build``'s programs (and files), building them on first use."""
+    for first in build.after:  # their packages, compiled once, are then this build's too
+        ensure_built(first, timeout=timeout)
     go = go_binary()
     version = _run([go, "env", "GOVERSION"], Path.cwd(), 60).strip()
     target = cache_root() / f"{build.name}-{build.digest(version)}"

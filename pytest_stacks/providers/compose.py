@@ -126,6 +126,8 @@ class ComposeProvider:
             preflight.image_obtainable(upstream)
         if "go" in stack.requires:
             preflight.go_toolchain()
+        if oci.build_args(stack):
+            preflight.user_namespaces(stack.name)
 
     def _prepare(self, stack: Stack, ctx: RunContext) -> tuple[str, str, dict[str, str]]:
         """Preflight, then what the build needs: the base image, the upstream image, the

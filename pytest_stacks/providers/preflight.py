@@ -60,6 +60,37 @@ def base_obtainable(base: BaseImage) -> None:
             f"seeding it needs root: run `sudo pytest-stacks seed {base.seed}` once")
 
 
+#: Where a kernel says whether an unprivileged user may make a user namespace: the knob, the
+#: value that refuses it, the value that allows it. The upstream limit, Debian's switch, and
+#: Ubuntu's AppArmor restriction (which holds for a container whose profile is unconfined too).
+USERNS_KNOBS = (("user.max_user_namespaces", "0", "15000"),
+                ("kernel.unprivileged_userns_clone", "0", "1"),
+                ("kernel.apparmor_restrict_unprivileged_userns", "1", "0"))
+
+
+def user_namespaces(stack_name: str, sysctl: Path = Path("/proc/sys")) -> None:
+    """A rootless OCI runtime (Slurm's container jobs) needs unprivileged user namespaces from
+    the kernel the engine runs on; a kernel that refuses them would fail every container job on
+    the node long after bring-up, as if the product had failed. Asked only of a local engine
+    (a remote one's kernel is not this one's)."""
+    if os.environ.get("DOCKER_HOST", "unix://").split("://", 1)[0] != "unix":
+        return
+    refused = []
+    for knob, refusing, allowing in USERNS_KNOBS:
+        try:
+            value = (sysctl / knob.replace(".", "/")).read_text().strip()
+        except OSError:
+            continue  # not this kernel's knob
+        if value == refusing:
+            refused.append((f"{knob} = {value}", f"sysctl -w {knob}={allowing}"))
+    if refused:
+        raise StacksError(
+            f"stack {stack_name} runs container jobs with a rootless OCI runtime "
+            f"(options.oci_runtime), which needs unprivileged user namespaces, and this host's "
+            f"kernel refuses them ({', '.join(r for r, _ in refused)}). Fix, as root: "
+            f"{'; '.join(f for _, f in refused)}; or run a stack without `container`")
+
+
 def go_toolchain() -> None:
     """The Go toolchain that builds a stack's pinned programs is installed."""
     gobuild.go_binary()

@@ -22,7 +22,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "exclusive: needs the machine's Docker engine to itself (it proves what a "
         "later run's reaper does; a run beside it would reap first). scripts/test.sh runs the "
-        "others beside the real window and these after it.")
+        "others on two workers and these after them, alone.")
 
 
 #: Modules whose stacks are Kubernetes ones: on a new machine their Go programs are still being

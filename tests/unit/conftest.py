@@ -32,7 +32,8 @@ def ctx(tmp_path: Path) -> RunContext:
 def host_ready(monkeypatch: pytest.MonkeyPatch) -> None:
     """A host whose preflight passes: engine, images, base images and Go all there (and
     every image built here already built)."""
-    for check in ("engine", "compose", "image_obtainable", "base_obtainable", "go_toolchain"):
+    for check in ("engine", "compose", "image_obtainable", "base_obtainable", "go_toolchain",
+                  "user_namespaces"):
         monkeypatch.setattr(preflight, check, lambda *a, **k: None)
     monkeypatch.setattr(dockerutil, "ensure_built_image", lambda *a, **k: False)
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from pytest_stacks import gobuild
@@ -59,9 +61,10 @@ def test_programs_of_several_stacks_build_once_each_the_longest_first(
         "k8s-1.36-mpi-0.8", "k8s-1.36-node-mpi-0.8", "kind-1.36-local-mpi-0.8")]
     assert prepare.build_programs(stacks) == {}
     assert len(started) == len(set(started)) >= 8
-    assert "kubernetes-v1.36.3" in started[:2]  # two at once: submitted first
-    assert {"kwok-v0.8.0", "mpi-operator-v0.8.2", "coredns-v1.14.7", "cri-tools-v1.37.0",
-            "kubernetes-node-v1.36.3", "kubernetes-kubeadm-v1.36.3"} <= set(started)
+    assert "kubernetes-v1.36.3" in started[:3]  # three at once: submitted first
+    assert {"kwok-v0.8.0-k8s-v1.36.3", "mpi-operator-v0.8.2", "coredns-v1.14.7",
+            "cri-tools-v1.37.0", "kubernetes-node-v1.36.3",
+            "kubernetes-kubeadm-v1.36.3"} <= set(started)
 
 
 def test_an_exact_pin_is_kept_and_a_query_is_asked_once(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -88,3 +91,46 @@ def test_a_query_the_proxy_answers_without_a_version_is_an_error(
     monkeypatch.setattr(gobuild, "_resolved", {})
     with pytest.raises(gobuild.GoBuildError, match=r"k8s\.io/kubernetes@v1\.99"):
         gobuild.resolve_version("k8s.io/kubernetes", "v1.99")
+
+
+def test_each_kubernetes_version_of_the_window_gets_its_own_kwok_build(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """kwok is aligned to its stack's Kubernetes release: three versions, three builds (one
+    name for all three once made the early build keep only the first)."""
+    from pathlib import Path
+
+    from pytest_stacks.lifecycle import prepare
+    from pytest_stacks.manifest import load
+
+    started: list[str] = []
+    monkeypatch.setattr(gobuild, "ensure_built",
+                        lambda build, **_: started.append(build.name) or Path("/nowhere"))
+    manifest = load(Path(__file__).resolve().parents[2] / "manifest.yaml")
+    kwok_planes = [s for s in manifest.stacks if s.configuration == "controlplane-kwok"]
+    assert prepare.build_programs(kwok_planes) == {}
+    kwoks = sorted(name for name in started if name.startswith("kwok-"))
+    assert kwoks == ["kwok-v0.8.0-k8s-v1.34.4", "kwok-v0.8.0-k8s-v1.36.3",
+                     "kwok-v0.8.0-k8s-v1.37.2"]
+
+
+def test_a_build_sharing_a_control_planes_packages_is_built_after_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A version's kubelet, kubeadm and kwok wait for its control plane (Go's cache then
+    serves the packages they share) and never build it twice."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setattr(gobuild, "go_binary", lambda: "go")
+    monkeypatch.setattr(gobuild, "_run", lambda argv, cwd, timeout: "go1.26.8\n")
+    built: list[str] = []
+
+    def build(go: str, build: gobuild.GoModuleBuild, target: Path, deadline: float) -> None:
+        target.mkdir(parents=True)
+        built.append(build.name)
+
+    monkeypatch.setattr(gobuild, "_build", build)
+    gobuild.ensure_built(builds.node("v1.36.3"))
+    assert built == ["kubernetes-v1.36.3", "kubernetes-node-v1.36.3"]
+    gobuild.ensure_built(builds.kubeadm("v1.36.3"))
+    gobuild.ensure_built(builds.kwok("v0.8.0", "v1.36.3"))
+    assert built[2:] == ["kubernetes-kubeadm-v1.36.3", "kwok-v0.8.0-k8s-v1.36.3"]
+    gobuild.ensure_built(builds.node("v1.37.2"))
+    assert built[4:] == ["kubernetes-v1.37.2", "kubernetes-node-v1.37.2"]

@@ -18,7 +18,9 @@ from pytest_stacks.backends.slurm.driver import _wrap_script
 from pytest_stacks.contract import JobSpec
 from pytest_stacks.errors import StacksError
 from pytest_stacks.manifest import Stack, load
-from pytest_stacks.providers import oci_bundles
+from pytest_stacks.providers import oci_bundles, preflight
+from pytest_stacks.providers.base import RunContext
+from pytest_stacks.providers.compose import ComposeProvider
 
 REPO = Path(__file__).resolve().parents[2]
 PROBE = "pytest-stacks/container-probe:1"
@@ -126,3 +128,57 @@ def test_a_bundle_that_cannot_be_unpacked_names_the_image_the_bundle_and_why(
         oci_bundles.install(stack, node, {}, 10)
     assert f"cannot unpack image {PROBE} into the bundle {BUNDLE} on stack slurm-24.11" \
         in str(raised.value) and said in str(raised.value), raised.value
+
+
+def _kernel(tmp_path: Path, **knobs: str) -> Path:
+    """A /proc/sys holding these knobs (dots as in sysctl names, `_` for `.`)."""
+    for name, value in knobs.items():
+        path = tmp_path / name.replace("__", "/")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(value + "\n")
+    return tmp_path
+
+
+def test_a_kernel_that_allows_user_namespaces_passes_the_preflight(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("DOCKER_HOST", raising=False)
+    preflight.user_namespaces("slurm-24.11", _kernel(
+        tmp_path, user__max_user_namespaces="96362", kernel__unprivileged_userns_clone="1"))
+    preflight.user_namespaces("slurm-24.11", tmp_path / "no-knobs-at-all")
+
+
+@pytest.mark.parametrize(("knob", "value", "fix"), [
+    ("user__max_user_namespaces", "0", "sysctl -w user.max_user_namespaces=15000"),
+    ("kernel__unprivileged_userns_clone", "0", "sysctl -w kernel.unprivileged_userns_clone=1"),
+    ("kernel__apparmor_restrict_unprivileged_userns", "1",
+     "sysctl -w kernel.apparmor_restrict_unprivileged_userns=0"),
+])
+def test_a_kernel_that_refuses_user_namespaces_is_refused_naming_the_knob_and_the_fix(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, knob: str, value: str,
+        fix: str) -> None:
+    monkeypatch.delenv("DOCKER_HOST", raising=False)
+    sysctl = _kernel(tmp_path, **{"user__max_user_namespaces": "96362", knob: value})
+    with pytest.raises(StacksError) as refused:
+        preflight.user_namespaces("slurm-24.11", sysctl)
+    text = str(refused.value)
+    assert f"{knob.replace('__', '.')} = {value}" in text and fix in text, text
+    assert "stack slurm-24.11" in text and "options.oci_runtime" in text
+
+
+def test_a_remote_engine_is_not_judged_by_this_hosts_kernel(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DOCKER_HOST", "tcp://builder.example:2376")
+    preflight.user_namespaces("slurm-24.11", _kernel(tmp_path, user__max_user_namespaces="0"))
+
+
+def test_the_compose_preflight_asks_for_user_namespaces_only_of_a_stack_with_a_runtime(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    asked: list[str] = []
+    for check in ("engine", "compose", "base_obtainable", "image_obtainable", "go_toolchain"):
+        monkeypatch.setattr(preflight, check, lambda *a, **k: None)
+    monkeypatch.setattr(preflight, "user_namespaces", lambda name, *a: asked.append(name))
+    manifest = load(REPO / "manifest.yaml")
+    ctx = RunContext.for_this_process("run-1", Path("/nonexistent"))
+    for name in ("slurm-24.11", "slurm-20.11"):
+        ComposeProvider().preflight(manifest.get(name), ctx)
+    assert asked == ["slurm-24.11"]

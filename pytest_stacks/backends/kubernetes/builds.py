@@ -20,26 +20,30 @@ def _stamps(package: str, version: str) -> tuple[str, ...]:
             f"-X {package}.gitMinor={minor}", f"-X {package}.gitTreeState=clean")
 
 
-def kubernetes(name: str, version: str, programs: tuple[str, ...]) -> GoModuleBuild:
+def kubernetes(name: str, version: str, programs: tuple[str, ...],
+               after: tuple[GoModuleBuild, ...] = ()) -> GoModuleBuild:
     """Programs of ``k8s.io/kubernetes`` stamped with the pinned version (what ``--version``
     and the API's ``/version`` report). ``name`` keeps one cache entry per set of programs."""
     ldflags = ("-s", "-w", *_stamps("k8s.io/component-base/version", version),
                *_stamps("k8s.io/client-go/pkg/version", version))
     return GoModuleBuild(name, {"k8s.io/kubernetes": version},
                          {program: KUBE + program for program in programs},
-                         ldflags, stage_replacements_of="k8s.io/kubernetes")
+                         ldflags, stage_replacements_of="k8s.io/kubernetes", after=after)
 
 
 def control_plane(version: str) -> GoModuleBuild:
     return kubernetes(f"kubernetes-{version}", version, CONTROL_PLANE)
 
 
+# A node and kubeadm share most of their packages with the control plane of their version,
+# which every stack that runs them needs too: built after it, they compile only their own.
 def node(version: str) -> GoModuleBuild:
-    return kubernetes(f"kubernetes-node-{version}", version, NODE)
+    return kubernetes(f"kubernetes-node-{version}", version, NODE, (control_plane(version),))
 
 
 def kubeadm(version: str) -> GoModuleBuild:
-    return kubernetes(f"kubernetes-kubeadm-{version}", version, ("kubeadm",))
+    return kubernetes(f"kubernetes-kubeadm-{version}", version, ("kubeadm",),
+                      (control_plane(version),))
 
 
 def etcd(version: str) -> GoModuleBuild:
@@ -106,11 +110,13 @@ def kwok(version: str, kubernetes: str) -> GoModuleBuild:
     """kwok (simulated nodes: infrastructure of the stack, not under test), with its Kubernetes
     modules at the stack's own patch release, so they compile once for both."""
     published = "v0." + kubernetes.lstrip("v").split(".", 1)[1]  # v1.36.3 -> v0.36.3
+    # Named by both versions: one kwok per Kubernetes release is a build of its own.
     return GoModuleBuild(
-        f"kwok-{version}", {"sigs.k8s.io/kwok": version}, {"kwok": "sigs.k8s.io/kwok/cmd/kwok"},
+        f"kwok-{version}-k8s-{kubernetes}", {"sigs.k8s.io/kwok": version},
+        {"kwok": "sigs.k8s.io/kwok/cmd/kwok"},
         ("-s", "-w"), files={out: f"sigs.k8s.io/kwok:{inside}"
                              for out, inside in KWOK_STAGES.items()},
-        patch_align=("sigs.k8s.io/kwok", published))
+        patch_align=("sigs.k8s.io/kwok", published), after=(control_plane(kubernetes),))
 
 
 def mpi_operator(version: str) -> GoModuleBuild:

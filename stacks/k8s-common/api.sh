@@ -1,0 +1,18 @@
+# shellcheck shell=bash
+# The API as the ready.sh of stacks/k8s-controlplane and stacks/k8s-node ask it: with curl and
+# the admin's certificate (milliseconds each; a kubectl call starts a Go program, about 0.2 s
+# of CPU, and the harness asks several times a second while a plane starts beside the other
+# stacks). Sourced, not run; mounted at /opt/pytest-stacks/common like control-plane.sh.
+#
+# The API answers compact JSON in its types' field order to a user agent that does not name
+# curl (it pretty-prints for curl), so a condition reads "type":"X","status":"Y".
+
+api_get() { # path: the API's answer, or nothing
+    local pki=/var/lib/k8s/pki
+    curl -s -A pytest-stacks --max-time 5 --cacert "$pki/ca.crt" --cert "$pki/admin.crt" \
+        --key "$pki/admin.key" "https://127.0.0.1:6443$1" 2>/dev/null
+}
+
+condition_true() { # object-json condition-type: True when that condition's status is True
+    grep -q "\"type\":\"$2\",\"status\":\"True\"" <<< "$1" && echo True || echo no
+}
