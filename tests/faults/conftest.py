@@ -18,6 +18,16 @@ def _private_run_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TMPDIR", str(private))
 
 
+@pytest.fixture(autouse=True)
+def _no_outer_xdist(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These tests run on two xdist workers (scripts/test.sh); a session they start is its own
+    pytest, not one of those workers: xdist's variables must not leak into it (one did: a
+    single-process session read PYTEST_XDIST_WORKER and looked for its containers under the
+    outer worker's pid)."""
+    for name in ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID"):
+        monkeypatch.delenv(name, raising=False)
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "exclusive: needs the machine's Docker engine to itself (it proves what a "
