@@ -35,9 +35,9 @@ def pytest_configure(config: pytest.Config) -> None:
         "others on two workers and these after them, alone.")
 
 
-#: Modules whose stacks are Kubernetes ones: on a new machine their Go programs are still being
-#: built while these tests start (scripts/test.sh runs them beside the real window, with the
-#: builds going on), so they go last and the others use that time.
+#: Modules whose stacks are Kubernetes ones: where these tests start while the Go programs are
+#: still being built (beside a real window on a new machine), they go last and the others use
+#: that time.
 NEEDS_KUBERNETES_BUILDS = ("test_kind_faults.py", "test_existing_kubernetes_site.py")
 
 
