@@ -16,3 +16,13 @@ api_get() { # path: the API's answer, or nothing
 condition_true() { # object-json condition-type: True when that condition's status is True
     grep -q "\"type\":\"$2\",\"status\":\"True\"" <<< "$1" && echo True || echo no
 }
+
+# shellcheck disable=SC2034  # readyz, crd and lease are read by the ready.sh that calls it
+operator_plane() { # sets readyz, crd and lease: what every plane with the operator must answer
+    readyz=$(api_get /readyz)
+    crd=$(condition_true \
+        "$(api_get /apis/apiextensions.k8s.io/v1/customresourcedefinitions/mpijobs.kubeflow.org)" \
+        Established)
+    lease=$(api_get /apis/coordination.k8s.io/v1/namespaces/mpi-operator/leases/mpi-operator \
+        | grep -o '"holderIdentity":"[^"]*"' | cut -d'"' -f4)
+}

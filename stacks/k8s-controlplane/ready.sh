@@ -7,12 +7,7 @@ state_dir=/var/lib/k8s
 [ -f "$state_dir/started" ] || { echo "starting"; exit 1; }
 # shellcheck source=SCRIPTDIR/../k8s-common/api.sh
 source /opt/pytest-stacks/common/api.sh || { echo "api.sh is not mounted"; exit 1; }
-readyz=$(api_get /readyz)
-crd=$(condition_true \
-    "$(api_get /apis/apiextensions.k8s.io/v1/customresourcedefinitions/mpijobs.kubeflow.org)" \
-    Established)
-lease=$(api_get /apis/coordination.k8s.io/v1/namespaces/mpi-operator/leases/mpi-operator \
-    | grep -o '"holderIdentity":"[^"]*"' | cut -d'"' -f4)
+operator_plane # readyz, crd, lease
 node=$(condition_true "$(api_get /api/v1/nodes/kwok-node-0)" Ready)
 echo "readyz=${readyz:-none} crd=$crd lease=${lease:-none} node=$node"
 [ "$readyz" = "ok" ] && [ "$crd" = True ] && [ -n "$lease" ] && [ "$node" = True ]
