@@ -225,9 +225,26 @@ def _left(deadline: float) -> float:
     return left
 
 
-def _run(argv: Sequence[str], cwd: Path, timeout: float) -> str:
+#: The compiler's collector runs four times less often than Go's default (GOGC=100): measured
+#: here on etcd's server (565 packages, empty cache, two runs each), 15-22% less CPU, the same
+#: peak memory; a GOGC the user set wins. Not an input of a compiled package: caches stay valid.
+COMPILER_GOGC = "400"
+#: Builds yield the CPU to everything else a session runs (daemons under test, the pytest
+#: workers): a build nobody waits on only fills idle time, one a stack waits on loses nothing
+#: to an idle machine.
+NICE = ("nice", "-n", "10")
+
+
+def command_environment() -> dict[str, str]:
+    """What every ``go`` command here runs with (a pure static build, no VCS stamping)."""
     env = {**os.environ, "GOFLAGS": "-buildvcs=false", "CGO_ENABLED": "0"}
-    done = cancellation.run(argv, cwd=str(cwd), env=env, timeout=timeout)
+    env.setdefault("GOGC", COMPILER_GOGC)
+    return env
+
+
+def _run(argv: Sequence[str], cwd: Path, timeout: float) -> str:
+    niced = [*NICE, *argv] if shutil.which(NICE[0]) else list(argv)
+    done = cancellation.run(niced, cwd=str(cwd), env=command_environment(), timeout=timeout)
     if done.returncode == 124 and "timed out after" in done.stderr:
         raise GoBuildError(f"`{' '.join(argv[:4])}` did not finish in {timeout:.0f}s")
     if done.returncode != 0:

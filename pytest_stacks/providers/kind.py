@@ -127,12 +127,15 @@ class KindProvider:
         assert stack.kind is not None
         try:
             self.preflight(stack, ctx)
+        except StacksError as exc:
+            raise InfrastructureError(stack.name, str(exc)) from None
+        if stack.kind.worker_image is not None:
+            self._build_worker(stack)  # no Go program in it: built while they compile
+        try:
             gobuild.ensure_built(tools_build(stack), timeout=stack.timeouts.build)
             self._node(stack)  # a node built here holds the worker and operator images
         except StacksError as exc:
             raise InfrastructureError(stack.name, str(exc)) from None
-        if stack.kind.worker_image is not None:
-            self._build_worker(stack)
 
     def up(self, stack: Stack, ctx: RunContext) -> StackInfo:
         assert stack.kind is not None
@@ -200,8 +203,11 @@ class KindProvider:
         build = stack.kind.node_build
         assert build is not None
         # Worker and operator go into the node image: `kind load` took ~30 s per bring-up.
+        # The worker first: it needs no Go program, so it is built while they compile.
+        worker = stack.kind.worker_image is not None and self._build_worker(stack)
         preload = [self._local_operator_image(stack)]  # and the extra images
-        if stack.kind.worker_image is not None and self._build_worker(stack):
+        if worker:
+            assert stack.kind.worker_image is not None
             preload += [stack.kind.worker_image.reference, *extra_images.references(stack).values()]
         base = images.ensure_base_image(build.base_image)
         with progress.step("kind node image"):

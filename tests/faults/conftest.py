@@ -33,14 +33,14 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers", "exclusive: needs the machine's Docker engine to itself (it proves what a "
         "later run's reaper does; a run beside it would reap first). scripts/test.sh runs the "
         "others on two workers and these after them, alone.")
-
-
-#: Modules whose stacks are Kubernetes ones: where these tests start while the Go programs are
-#: still being built (beside a real window on a new machine), they go last and the others use
-#: that time.
-NEEDS_KUBERNETES_BUILDS = ("test_kind_faults.py", "test_existing_kubernetes_site.py")
+    config.addinivalue_line(
+        "markers", "kubernetes_builds: its stacks need the Kubernetes Go programs. "
+        "scripts/test.sh runs the others while those programs are still being built on a new "
+        "machine, and these after the real window.")
 
 
 @pytest.hookimpl(trylast=True)  # after pytest-randomly's shuffle: keep its order within each part
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    items.sort(key=lambda item: item.path.name in NEEDS_KUBERNETES_BUILDS)
+    """Tests whose stacks are Kubernetes ones go last: where they start while the Go programs
+    are still being built, the others use that time."""
+    items.sort(key=lambda item: item.get_closest_marker("kubernetes_builds") is not None)

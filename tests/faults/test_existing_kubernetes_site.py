@@ -34,7 +34,7 @@ from tests.faults.site_support import (
     write_manifest,
 )
 
-pytestmark = ENGINE
+pytestmark = [ENGINE, pytest.mark.kubernetes_builds]
 CLUSTER = "kind-1.36-local-mpi-0.8"
 RUN_LABEL = "pytest-stacks.io/run"
 SITE = """

@@ -22,9 +22,9 @@ from tests.faults.test_lifecycle_faults import _engine, _start_long
 STACK = "kind-1.36-local-mpi-0.8"
 REPO = Path(__file__).resolve().parents[2]
 
-pytestmark = pytest.mark.skipif(
+pytestmark = [pytest.mark.kubernetes_builds, pytest.mark.skipif(
     not _engine() and os.environ.get("PYTEST_STACKS_REQUIRE_DOCKER") != "1",
-    reason="no Docker engine (scripts/setup.sh installs one)")
+    reason="no Docker engine (scripts/setup.sh installs one)")]
 
 
 PID_LABEL = "io.pytest-stacks.owner-pid"

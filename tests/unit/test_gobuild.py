@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -134,3 +136,21 @@ def test_a_build_sharing_a_control_planes_packages_is_built_after_it(
     assert built[2:] == ["kubernetes-kubeadm-v1.36.3", "kwok-v0.8.0-k8s-v1.36.3"]
     gobuild.ensure_built(builds.node("v1.37.2"))
     assert built[4:] == ["kubernetes-v1.37.2", "kubernetes-node-v1.37.2"]
+
+
+def test_go_runs_niced_with_a_lazier_collector_unless_the_user_set_one(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    seen: list[tuple[list[str], dict[str, str]]] = []
+
+    def run(argv: list[str], *, cwd: str, env: dict[str, str], timeout: float) -> Any:
+        seen.append((list(argv), env))
+        return subprocess.CompletedProcess(argv, 0, "go1.26.8\n", "")
+
+    monkeypatch.setattr(gobuild.cancellation, "run", run)
+    monkeypatch.delenv("GOGC", raising=False)
+    gobuild._run(["go", "env", "GOVERSION"], tmp_path, 60)
+    monkeypatch.setenv("GOGC", "off")
+    gobuild._run(["go", "env", "GOVERSION"], tmp_path, 60)
+    (first, env), (_, user_env) = seen
+    assert first == ["nice", "-n", "10", "go", "env", "GOVERSION"]
+    assert (env["GOGC"], env["CGO_ENABLED"], user_env["GOGC"]) == ("400", "0", "off")

@@ -183,12 +183,15 @@ class ControlPlaneAdapter:
 
     def host_environment(self, stack: Stack, timeout: float) -> dict[str, str]:
         """Build (once per version) and hand the compose file each program folder; a real
-        node also gets the folder of its image tars and the pause image's name."""
-        env = {f"K8S_{name.upper()}_DIR": str(ensure_built(build, timeout=timeout))
-               for name, build in control_plane_builds(stack).items()}
+        node also gets the folder of its image tars and the pause image's name. The node's
+        images come first: they need no Go program, so on a new machine they are built while
+        the programs still compile elsewhere, not after them."""
+        env: dict[str, str] = {}
         if runs_pods(stack):
             node_images = ensure_node_images(stack, timeout=timeout)
             env.update(K8S_IMAGES_DIR=str(node_images.folder), K8S_PAUSE_IMAGE=node_images.pause)
+        env.update({f"K8S_{name.upper()}_DIR": str(ensure_built(build, timeout=timeout))
+                    for name, build in control_plane_builds(stack).items()})
         return env
 
     def wait_ready(self, transport: Transport, timeout: float) -> None:
