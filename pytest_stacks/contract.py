@@ -167,6 +167,17 @@ class Housekeeper(Protocol):
         ...
 
 
+@runtime_checkable
+class LiveQueue(Protocol):
+    """Optional: a scheduler that keeps finished jobs in its live queue for a while and then
+    only in a log (Slurm's ``MinJobAge``, then the completion log). A test that must see a job
+    after it left waits on the queue itself, not on a clock sized for the ageing."""
+
+    def in_live_queue(self, handles: Sequence[JobHandle]) -> list[bool]:
+        """Whether the scheduler's live queue still lists each job, in order."""
+        ...
+
+
 class ChannelTap(Protocol):
     """Wraps the object a driver talks through (a transport, a schedd, an API) in one with the
     same interface that also sees every call; :mod:`pytest_stacks.parity` records with it."""

@@ -147,6 +147,11 @@ class SlurmClient:
             raise BackendCallError(f"scontrol show job failed: {result.stderr.strip()}")
         return parse.parse_scontrol_jobs(result.stdout)
 
+    def in_live_queue(self, handles: Sequence[JobHandle]) -> list[bool]:
+        """Whether slurmctld still holds each job (not yet aged out by ``MinJobAge``)."""
+        live = self._queue_view()
+        return [handle.job_id in live for handle in handles]
+
     def _completion_view(self, job_ids: Sequence[str]) -> dict[str, parse.SlurmJob]:
         # As SlurmUser: sacct's jobcomp/filetxt reader opens the log read-write, and slurmctld
         # keeps it 0644, so the submit user gets "Permission denied" (seen on all versions).
