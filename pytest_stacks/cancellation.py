@@ -1,8 +1,9 @@
 """Cancelling bring-ups that run in background threads.
 
 Stacks come up concurrently, in threads. A thread cannot be interrupted, but everything a
-bring-up waits on is either a child process (docker, compose, go, kind) or a polling loop, so
-both check one process-wide flag: when a run is interrupted (Ctrl-C, SIGTERM) the owner sets
+bring-up waits on is a child process (docker, compose, go, kind), a polling loop, or a file
+lock another process holds (its build of the same program or image), so all of them check
+one process-wide flag: when a run is interrupted (Ctrl-C, SIGTERM) the owner sets
 it, the children are killed within a fraction of a second, every loop stops at its next tick,
 and teardown then finds nothing still being created behind its back.
 """
@@ -15,7 +16,9 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+
+from filelock import FileLock, Timeout
 
 _CANCELLED = threading.Event()
 _TICK = 0.2
@@ -101,3 +104,22 @@ def _kill(process: subprocess.Popen[str]) -> None:
             process.kill()
     with contextlib.suppress(subprocess.TimeoutExpired, ValueError, OSError):
         process.communicate(timeout=10)
+
+
+@contextlib.contextmanager
+def file_lock(path: str) -> Iterator[None]:
+    """Hold the file lock at ``path``; waiting for it ends when the run is cancelled. Another
+    process may hold it for the whole of a long build: seen on a new machine, a SIGTERMed
+    ``pytest-stacks build`` sat four minutes in such a wait, its owner already gone."""
+    lock = FileLock(path)
+    while True:
+        check(f"waiting for {path}")
+        try:
+            lock.acquire(timeout=_TICK)
+            break
+        except Timeout:
+            continue
+    try:
+        yield
+    finally:
+        lock.release()

@@ -8,10 +8,9 @@ import subprocess
 import tempfile
 import threading
 from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
-
-from filelock import FileLock
 
 from pytest_stacks import cancellation, progress
 from pytest_stacks.errors import StacksError
@@ -87,11 +86,12 @@ def image_id(reference: str) -> str:
 CONTENT_LABEL = "io.pytest-stacks.content"  # on an image built here: the tag of its inputs
 
 
-def build_lock(reference: str) -> FileLock:
+def build_lock(reference: str) -> AbstractContextManager[None]:
     """One build of an image at a time on this machine (stacks, sessions and a background
     ``pytest-stacks build`` may all want it at once): the others wait and find it built."""
     safe = "".join(c if c.isalnum() or c in "._-" else "_" for c in reference)
-    return FileLock(str(Path(tempfile.gettempdir()) / f"pytest-stacks-image-{safe}.lock"))
+    return cancellation.file_lock(
+        str(Path(tempfile.gettempdir()) / f"pytest-stacks-image-{safe}.lock"))
 
 
 def ensure_built_image(reference: str, context: Path, build_args: Mapping[str, str], base: str,

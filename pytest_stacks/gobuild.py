@@ -21,8 +21,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from filelock import FileLock
-
 from pytest_stacks import cancellation, progress
 from pytest_stacks.errors import StacksError
 
@@ -102,7 +100,7 @@ def ensure_built(build: GoModuleBuild, *, timeout: float = 3600) -> Path:
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
     with progress.step(f"Go build {build.name}"), \
-            FileLock(str(target) + ".lock"):  # two sessions: one builds, the other waits
+            cancellation.file_lock(str(target) + ".lock"):  # one session builds, others wait
         if (target / COMPLETE).exists():
             return target
         shutil.rmtree(target, ignore_errors=True)
@@ -271,7 +269,7 @@ def ensure_local_built(name: str, source: Path, *, timeout: float = 600) -> Path
     if (target / COMPLETE).exists():
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
-    with progress.step(f"Go build {name}"), FileLock(str(target) + ".lock"):
+    with progress.step(f"Go build {name}"), cancellation.file_lock(str(target) + ".lock"):
         if (target / COMPLETE).exists():
             return target
         shutil.rmtree(target, ignore_errors=True)

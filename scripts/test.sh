@@ -36,19 +36,24 @@ verdict() { # rc seconds command...
 TIMINGS="$PWD/$RESULTS/timings.jsonl"
 : > "$TIMINGS"
 prebuild=""
-beside=""  # the fault tests that run beside the real window (their own process group)
 PROGRAMS_PID="$RESULTS/prebuild-programs.pid"  # setup.sh's early Go builds (CI)
+# A background build asked to stop: TERM, and its exit waited for (a TERMed build stops its
+# children within a second). One TERM was seen to go unanswered on a new machine: after 30 s
+# it gets one more, and a build still running after 60 s is named.
+stop_build() { # pid
+    local pid=$1 waited
+    kill -TERM "$pid" 2>/dev/null || return 0
+    for waited in $(seq 1 120); do
+        kill -0 "$pid" 2>/dev/null || return 0
+        if [ "$waited" = 60 ]; then kill -TERM "$pid" 2>/dev/null; fi
+        sleep 0.5
+    done
+    echo "== the background build (pid $pid) is still running after 60 s" >&2
+}
 finish() {
-    if [ -n "$beside" ] && kill -0 "$beside" 2>/dev/null; then
-        kill -TERM -- "-$beside" 2>/dev/null
-        wait "$beside" 2>/dev/null
-    fi
-    if [ -n "$prebuild" ] && kill -0 "$prebuild" 2>/dev/null; then
-        kill -TERM "$prebuild" 2>/dev/null
-        wait "$prebuild" 2>/dev/null
-    fi
+    if [ -n "$prebuild" ]; then stop_build "$prebuild"; fi
     if [ -f "$PROGRAMS_PID" ]; then
-        kill -TERM "$(cat "$PROGRAMS_PID")" 2>/dev/null
+        stop_build "$(cat "$PROGRAMS_PID")"
         rm -f "$PROGRAMS_PID"
     fi
     echo "== where the time went, per stage"

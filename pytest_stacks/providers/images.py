@@ -11,9 +11,7 @@ import tempfile
 from functools import cache
 from pathlib import Path
 
-from filelock import FileLock
-
-from pytest_stacks import dockerutil, progress
+from pytest_stacks import cancellation, dockerutil, progress
 from pytest_stacks.errors import StacksError
 from pytest_stacks.manifest import BaseImage
 
@@ -81,7 +79,7 @@ def seed_debian(suite: str) -> str:
     """debootstrap ``suite`` (minbase) and import it as pytest-stacks/debian-base:SUITE."""
     reference = f"pytest-stacks/debian-base:{suite}"
     lock = Path(tempfile.gettempdir()) / f"pytest-stacks-seed-{suite}.lock"
-    with progress.step(f"debootstrap {suite}"), FileLock(str(lock)):
+    with progress.step(f"debootstrap {suite}"), cancellation.file_lock(str(lock)):
         if dockerutil.image_exists(reference):
             return reference
         debootstrap = shutil.which("debootstrap") or "/usr/sbin/debootstrap"

@@ -127,15 +127,12 @@ class KindProvider:
         assert stack.kind is not None
         try:
             self.preflight(stack, ctx)
-        except StacksError as exc:
-            raise InfrastructureError(stack.name, str(exc)) from None
-        if stack.kind.worker_image is not None:
-            self._build_worker(stack)  # no Go program in it: built while they compile
-        try:
             gobuild.ensure_built(tools_build(stack), timeout=stack.timeouts.build)
             self._node(stack)  # a node built here holds the worker and operator images
         except StacksError as exc:
             raise InfrastructureError(stack.name, str(exc)) from None
+        if stack.kind.worker_image is not None:
+            self._build_worker(stack)
 
     def up(self, stack: Stack, ctx: RunContext) -> StackInfo:
         assert stack.kind is not None
@@ -202,13 +199,10 @@ class KindProvider:
             return _Node(stack.kind.node_image.reference, None, "kubectl", None)
         build = stack.kind.node_build
         assert build is not None
-        # Worker and operator go into the node image: `kind load` took ~30 s per bring-up.
-        # The worker first: it needs no Go program, so it is built while they compile.
-        worker = stack.kind.worker_image is not None and self._build_worker(stack)
-        preload = [self._local_operator_image(stack)]  # and the extra images
-        if worker:
-            assert stack.kind.worker_image is not None
-            preload += [stack.kind.worker_image.reference, *extra_images.references(stack).values()]
+        worker = stack.kind.worker_image  # first: no Go program in it, built while they compile
+        ours = [worker.reference, *extra_images.references(stack).values()] \
+            if worker is not None and self._build_worker(stack) else []
+        preload = [self._local_operator_image(stack), *ours]  # in the node: no 30 s `kind load`
         base = images.ensure_base_image(build.base_image)
         with progress.step("kind node image"):
             node = kind_node_image.ensure_node_image(
@@ -293,9 +287,9 @@ class KindProvider:
 
     def _build_worker(self, stack: Stack) -> bool:
         """The worker image (OpenMPI + sshd from Debian, the MPI program) and the extra images
-        the stack names, built from the stack's folders unless an image of that name was
-        built from the same inputs: nothing of it comes from a registry but
-        the Debian base. False where the stack names a worker image it does not build."""
+        the stack names, built from the stack's folders unless an image of that name was built
+        from the same inputs: nothing of it comes from a registry but the Debian base. False
+        where the stack names a worker image it does not build."""
         assert stack.kind is not None and stack.kind.worker_image is not None
         if stack.compose is None:
             return False

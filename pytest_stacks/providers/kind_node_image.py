@@ -24,9 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from filelock import FileLock
-
-from pytest_stacks import dockerutil, gobuild
+from pytest_stacks import cancellation, dockerutil, gobuild
 from pytest_stacks.backends.kubernetes import builds
 from pytest_stacks.errors import StacksError
 
@@ -196,7 +194,7 @@ def ensure_node_image(folder: Path, build_args: dict[str, str], base: str, *,
         return image
     lock = gobuild.cache_root().parent / "images" / f"kind-node-{key}.lock"
     lock.parent.mkdir(parents=True, exist_ok=True)
-    with FileLock(str(lock)):  # two sessions: one builds, the other waits
+    with cancellation.file_lock(str(lock)):  # two sessions: one builds, the other waits
         if not dockerutil.image_exists(image.reference):
             _build(folder, p, programs, image, base, key, timeout)
     return image

@@ -7,8 +7,10 @@ import subprocess
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
+from filelock import FileLock, Timeout
 
 from pytest_stacks import cancellation
 from pytest_stacks.polling import poll_until
@@ -74,3 +76,34 @@ def test_polling_loops_stop_on_cancel() -> None:
     with pytest.raises(cancellation.Cancelled):  # not TimeoutError: the 60 s never ran out
         poll_until(lambda: False, bool, timeout=60, interval=5)
 
+
+
+def test_a_wait_for_a_lock_another_holder_keeps_ends_on_cancel(tmp_path: Path) -> None:
+    path = str(tmp_path / "build.lock")
+    holder = FileLock(path)
+    holder.acquire()  # another session's long build
+    outcome: list[str] = []
+
+    def wait_for_it() -> None:
+        try:
+            with cancellation.file_lock(path):
+                outcome.append("acquired")
+        except cancellation.Cancelled as exc:
+            outcome.append(str(exc))
+
+    waiter = threading.Thread(target=wait_for_it)
+    waiter.start()
+    time.sleep(0.5)
+    assert not outcome, "the lock is held: the waiter must still be waiting"
+    cancellation.cancel()
+    waiter.join(timeout=5)
+    holder.release()
+    assert not waiter.is_alive() and outcome == [f"cancelled: the run was interrupted "
+                                                 f"(waiting for {path})"]
+
+
+def test_a_free_lock_is_taken_and_given_back(tmp_path: Path) -> None:
+    path = str(tmp_path / "build.lock")
+    with cancellation.file_lock(path), pytest.raises(Timeout):  # held: no other handle gets it
+        FileLock(path).acquire(timeout=0.1)
+    FileLock(path).acquire(timeout=0.1)

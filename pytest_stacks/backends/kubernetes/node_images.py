@@ -28,7 +28,7 @@ from pathlib import Path
 
 from filelock import FileLock, Timeout
 
-from pytest_stacks import dockerutil, gobuild, progress
+from pytest_stacks import cancellation, dockerutil, gobuild, progress
 from pytest_stacks.backends.kubernetes import extra_images
 from pytest_stacks.errors import StacksError
 from pytest_stacks.manifest import Stack
@@ -113,7 +113,7 @@ def ensure_node_images(stack: Stack, *, timeout: float) -> NodeImages:
         return NodeImages(target, pause, worker, tuple(extras.values()))
     target.parent.mkdir(parents=True, exist_ok=True)
     with progress.step("worker and pause images for the node"), \
-            FileLock(str(target) + ".lock"):  # two sessions: one builds, the other waits
+            cancellation.file_lock(str(target) + ".lock"):  # one session builds, others wait
         if not (target / COMPLETE).exists():
             shutil.rmtree(target, ignore_errors=True)
             target.mkdir()
