@@ -205,6 +205,7 @@ stacks:
     return manifest
 
 
+@pytest.mark.exclusive  # it counts the engine's images and containers: a build beside it adds some
 def test_broken_dockerfile_gives_the_clear_build_error(tmp_path: Path) -> None:
     manifest = _broken_manifest(
         tmp_path, "ARG BASE_IMAGE\nFROM ${BASE_IMAGE}\nRUN echo step-one\n"
