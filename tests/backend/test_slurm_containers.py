@@ -14,6 +14,7 @@ import pytest
 
 from pytest_stacks.contract import JobClient, JobSpec, JobState, submitted, wait_for
 from pytest_stacks.manifest import Stack
+from pytest_stacks.polling import poll_until
 
 pytestmark = [pytest.mark.requires("submit", "status", "kill", "container"),
               pytest.mark.for_backend("slurm")]
@@ -46,9 +47,15 @@ def test_the_payloads_exit_code_is_the_jobs_and_a_kill_reaches_it(
         JobSpec(script="sleep 300\n", name="sleeps", container=image)]))
     wait_for(backend, [sleeping], until=frozenset({JobState.RUNNING}),
              timeout=stack.timeouts.job)
-    running = _on_node(stack_info, CRUN_LIST)
-    assert any(f".{sleeping.job_id}." in name for name in running), (
-        f"job {sleeping.job_id} runs, but crun lists no container of it: {running}")
+    # RUNNING is the batch step started; slurmstepd creates the container after that (seen
+    # in a loaded CI window: RUNNING, crun's list still empty). Waited on crun's own list.
+    mine = f".{sleeping.job_id}."
+    try:
+        poll_until(lambda: _on_node(stack_info, CRUN_LIST),
+                   lambda names: any(mine in name for name in names), timeout=30,
+                   interval=0.5, first_interval=0.1)
+    except TimeoutError as exc:
+        pytest.fail(f"job {sleeping.job_id} runs, but crun lists no container of it: {exc}")
     backend.kill([sleeping])
     failed, killed = wait_for(backend, [failing, sleeping], timeout=stack.timeouts.job)
     assert (failed.state, failed.exit_code) == (JobState.FAILED, 7), failed
