@@ -38,6 +38,7 @@ from pytest_stacks.backends.kubernetes.identities import (
 )
 from pytest_stacks.backends.kubernetes.namespaces import dns_suffix, ensure_namespace
 from pytest_stacks.backends.kubernetes.objects import conditions, terminated
+from pytest_stacks.backends.kubernetes.pod_log import pod_log
 from pytest_stacks.contract import (
     ActionResult,
     ChannelTap,
@@ -276,7 +277,8 @@ class KubernetesClient:
         pod = self._result_pod(rec)
         if pod is None:
             return OutputResult(st.handle, error="outputs are gone: no pod (purged?)")
-        logs = self._api.logs(self.namespace, meta(pod)["name"], LOG_LIMIT, container=staging.JOB)
+        logs = pod_log(self._api, self.namespace, meta(pod)["name"], LOG_LIMIT,
+                       container=staging.JOB, real=self.runtime.real)
         contents = {"termination-message": str(terminated(pod).get("message") or ""),
                     "logs.txt": logs}
         contents = {k: v for k, v in contents.items() if v}
