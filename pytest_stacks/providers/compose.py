@@ -24,7 +24,7 @@ from typing import Any
 import yaml
 
 from pytest_stacks import dockerutil, progress, registry
-from pytest_stacks.errors import InfrastructureError, StacksError
+from pytest_stacks.errors import BackendCallError, InfrastructureError, StacksError
 from pytest_stacks.gobuild import GoModuleBuild
 from pytest_stacks.manifest import Stack
 from pytest_stacks.providers import images, object_store, preflight, reaper, stack_adapter
@@ -226,10 +226,11 @@ class ComposeProvider:
         try:
             with progress.step("waiting for the daemons' readiness"):
                 adapter.wait_ready(transport, stack.timeouts.ready)
-        except TimeoutError as exc:
-            raise InfrastructureError(
-                stack.name, f"daemons not ready after {stack.timeouts.ready:.0f}s: {exc}"
-                f"{self._stopped_services(info)}", self._logs(stack, info, transport)) from None
+        except (TimeoutError, BackendCallError) as exc:  # the latter: its container died
+            waited = f" after {stack.timeouts.ready:.0f}s" * isinstance(exc, TimeoutError)
+            raise InfrastructureError(stack.name, f"daemons not ready{waited}: {exc}"
+                                      + self._stopped_services(info),
+                                      self._logs(stack, info, transport)) from None
         endpoints = adapter.prepare(stack, transport, ctx.run_dir, info.ports)
         services = {c.labels.get("com.docker.compose.service", ""): DockerExecTransport(c)
                     for c in self._containers(info)}
@@ -243,8 +244,7 @@ class ComposeProvider:
         return str(container.id), endpoints
 
     def _stopped_services(self, info: StackInfo) -> str:
-        """The stack's containers that are not running, said in the readiness error: a peer
-        that died (its name then stops resolving) reads as the client's failure otherwise."""
+        """Its stopped containers, for the readiness error (else it reads as a client fault)."""
         stopped = []
         for container in self._containers(info):
             if container.status != "running":

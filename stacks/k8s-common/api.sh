@@ -13,6 +13,13 @@ api_get() { # path: the API's answer, or nothing
         --key "$pki/admin.key" "https://127.0.0.1:6443$1" 2>/dev/null
 }
 
+api_post() { # path json-body: the API's answer, or nothing
+    local pki=/var/lib/k8s/pki
+    curl -s -A pytest-stacks --max-time 5 --cacert "$pki/ca.crt" --cert "$pki/admin.crt" \
+        --key "$pki/admin.key" -X POST -H 'Content-Type: application/json' --data "$2" \
+        "https://127.0.0.1:6443$1" 2>/dev/null
+}
+
 condition_true() { # object-json condition-type: True when that condition's status is True
     grep -q "\"type\":\"$2\",\"status\":\"True\"" <<< "$1" && echo True || echo no
 }

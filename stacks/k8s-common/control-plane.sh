@@ -17,7 +17,9 @@ readonly api_url=https://127.0.0.1:6443
 # shellcheck disable=SC2034  # used by the entrypoints
 readonly kubectl=$programs_dir/kubernetes/bin/kubectl
 
-say() { echo "pytest-stacks: $*"; }
+# Each line says when since the start, in ms (what a slow start waited on is in the log).
+plane_started=${EPOCHREALTIME/./}
+say() { echo "pytest-stacks: [$(( (${EPOCHREALTIME/./} - plane_started) / 1000 ))ms] $*"; }
 
 # --- PKI -----------------------------------------------------------------------------------
 # A command whose files are readable by root only: umask 077 in a subshell, so the caller's
@@ -107,12 +109,14 @@ KUBECONFIG
 # --- components ----------------------------------------------------------------------------
 # The components started so far: supervise watches them.
 background_pids=()
+declare -A component_names=() # pid -> name, for supervise's message
 
 start_component() { # name command...: runs it in the background, its output in $log_dir/NAME.log
     local name=$1
     shift
     "$@" > "$log_dir/$name.log" 2>&1 &
     background_pids+=("$!")
+    component_names[$!]=$name
     say "started $name"
 }
 
@@ -140,6 +144,7 @@ start_restarting_component() { # name command...
         done
     ) &
     background_pids+=("$!")
+    component_names[$!]=$name
     say "started $name (started again whenever it exits)"
 }
 
@@ -163,6 +168,45 @@ wait_until_ok() { # what seconds command...: exits the entrypoint if the command
     done
     say "$what did not come up in ${seconds}s" >&2
     exit 1
+}
+
+retry_until_ok() { # seconds log command...: again every 0.2 s until it succeeds, output in log
+    local deadline=$((SECONDS + $1)) log=$2
+    shift 2
+    until "$@" >> "$log" 2>&1; do
+        ((SECONDS < deadline)) || return 1
+        sleep 0.2
+    done
+}
+
+# --- the MPI Operator's release --------------------------------------------------------------
+# Its release manifest (CRD, namespace, RBAC) from its pinned module, without its Deployment
+# (the one document of that kind): the operator runs here, out of cluster, with exactly that
+# RBAC. Filtered, not applied and then deleted: one kubectl call fewer at every start.
+operator_manifest_without_deployment() { # file written
+    local release=$programs_dir/operator/files/mpi-operator.yaml
+    awk 'BEGIN { RS = "\n---\n"; ORS = "\n---\n" } !/(^|\n)kind: Deployment\n/' \
+        "$release" > "$1"
+    if ! grep -q '^kind: Deployment$' "$release" || grep -q '^kind: Deployment$' "$1" \
+        || ! grep -q '^kind: CustomResourceDefinition$' "$1"; then
+        say "the operator's release manifest is not one Deployment beside the rest: $release" >&2
+        exit 1
+    fi
+}
+
+# True once the MPIJob CRD is Established (asked with curl: api.sh must be sourced).
+mpijob_crd_established() {
+    [ "$(condition_true \
+        "$(api_get /apis/apiextensions.k8s.io/v1/customresourcedefinitions/mpijobs.kubeflow.org)" \
+        Established)" = True ]
+}
+
+# A token of a service account from the TokenRequest API (curl, as api.sh asks; a kubectl
+# call starts a Go program and reads the API's discovery first). Prints nothing on failure.
+service_account_token() { # namespace name seconds
+    api_post "/api/v1/namespaces/$1/serviceaccounts/$2/token" \
+        "{\"apiVersion\":\"authentication.k8s.io/v1\",\"kind\":\"TokenRequest\",\"spec\":{\"expirationSeconds\":$3}}" \
+        | grep -o '"token":"[^"]*"' | cut -d'"' -f4
 }
 
 # The entrypoint is PID 1 (the compose services set no `init`): a signal it does not trap is
@@ -206,10 +250,16 @@ trap stop_components TERM INT
 # Until one component exits; then the container exits (the harness reports an infrastructure
 # error with every component's log).
 supervise() {
-    local status
+    local status exited="" name
     set +e
-    wait -n "${background_pids[@]}"
+    wait -n -p exited "${background_pids[@]}"
     status=$?
-    say "a component exited (status $status); stopping" >&2
+    name=${component_names[$exited]:-}
+    if [ -n "$name" ]; then
+        say "$name exited (status $status); stopping. The end of its log:" >&2
+        tail -n 15 "$log_dir/$name.log" >&2
+    else
+        say "a component exited (status $status); stopping" >&2
+    fi
     exit 1
 }

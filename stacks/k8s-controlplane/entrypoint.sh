@@ -10,6 +10,8 @@ common=/opt/pytest-stacks/common/control-plane.sh
 [ -r "$common" ] || { echo "pytest-stacks: $common is not mounted (see compose.yaml)" >&2; exit 1; }
 # shellcheck source=SCRIPTDIR/../k8s-common/control-plane.sh
 source "$common"
+# shellcheck source=SCRIPTDIR/../k8s-common/api.sh
+source /opt/pytest-stacks/common/api.sh
 mkdir -p "$pki_dir" "$log_dir"
 
 start_etcd # (while the PKI is made)
@@ -32,6 +34,41 @@ start_component kube-apiserver "$programs_dir/kubernetes/bin/kube-apiserver" \
     --service-account-key-file="$pki_dir/sa.pub" \
     --service-account-signing-key-file="$pki_dir/sa.key" \
     --authorization-mode=Node,RBAC --endpoint-reconciler-type=none
+# Serving is enough for what the admin (system:masters, authorized before RBAC's bootstrap
+# roles exist) does: kwok, the node, the operator's manifest and token, and so the operator,
+# start now, while the API's post-start hooks finish (/readyz, 1.5 s later on 1.36). The two
+# applies are retried.
+wait_until_ok kube-apiserver 120 curl -sf --cacert "$pki_dir/ca.crt" \
+    --cert "$pki_dir/admin.crt" --key "$pki_dir/admin.key" "$api_url/version"
+say "apiserver serving"
+
+# kwok needs nothing but the API; the node it manages is registered beside the rest.
+start_component kwok "$programs_dir/kwok/bin/kwok" --kubeconfig="$state_dir/admin.kubeconfig" \
+    --manage-all-nodes=false --manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake \
+    --cidr=10.244.0.0/16 --node-ip=10.96.0.10 --node-lease-duration-seconds=40 \
+    -c "$programs_dir/kwok/files/node-initialize.yaml" \
+    -c "$programs_dir/kwok/files/node-heartbeat-with-lease.yaml" \
+    -c "$programs_dir/kwok/files/pod-ready.yaml" -c "$programs_dir/kwok/files/pod-delete.yaml" \
+    -c "$stack_files_dir/stages/pod-outcome.yaml"
+retry_until_ok 60 "$log_dir/node-apply.log" "$kubectl" apply -f "$stack_files_dir/node.yaml" &
+node_apply=$!
+
+operator_manifest_without_deployment "$state_dir/mpi-operator.yaml"
+retry_until_ok 60 "$log_dir/apply.log" \
+    "$kubectl" apply --server-side -f "$state_dir/mpi-operator.yaml" \
+    || { say "the operator's manifest could not be applied (apply.log)" >&2; exit 1; }
+# The operator needs its CRD, its token and its RBAC from the manifest, none of them /readyz.
+wait_until_ok "the MPIJob CRD" 60 mpijob_crd_established
+operator_token=$(service_account_token mpi-operator mpi-operator 172800)
+[ -n "$operator_token" ] || { say "no token for the operator's service account" >&2; exit 1; }
+write_kubeconfig "$state_dir/operator.kubeconfig" mpi-operator "token=$operator_token"
+unset operator_token
+# KUBECONFIG would win over --kubeConfig: the operator gets only its own credentials.
+start_restarting_component mpi-operator env -u KUBECONFIG "$programs_dir/operator/bin/mpi-operator" \
+    --kubeConfig="$state_dir/operator.kubeconfig" --lock-namespace=mpi-operator -alsologtostderr
+
+# The controller manager and the scheduler read the API's authentication configmap with their
+# own identities at start and exit when RBAC still refuses it: they wait for /readyz.
 wait_until_ok kube-apiserver 120 curl -sf --cacert "$pki_dir/ca.crt" \
     --cert "$pki_dir/admin.crt" --key "$pki_dir/admin.key" "$api_url/readyz"
 say "apiserver ready"
@@ -62,32 +99,6 @@ start_component kube-scheduler "$programs_dir/kubernetes/bin/kube-scheduler" \
     --authentication-kubeconfig="$state_dir/kube-scheduler.kubeconfig" \
     --authorization-kubeconfig="$state_dir/kube-scheduler.kubeconfig" \
     --bind-address=127.0.0.1 --secure-port=10259 --leader-elect=false
-
-# kwok needs nothing but the API: it starts now, and the node it manages is registered while
-# the operator's manifest is applied (each kubectl call is a fraction of a second).
-start_component kwok "$programs_dir/kwok/bin/kwok" --kubeconfig="$state_dir/admin.kubeconfig" \
-    --manage-all-nodes=false --manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake \
-    --cidr=10.244.0.0/16 --node-ip=10.96.0.10 --node-lease-duration-seconds=40 \
-    -c "$programs_dir/kwok/files/node-initialize.yaml" \
-    -c "$programs_dir/kwok/files/node-heartbeat-with-lease.yaml" \
-    -c "$programs_dir/kwok/files/pod-ready.yaml" -c "$programs_dir/kwok/files/pod-delete.yaml" \
-    -c "$stack_files_dir/stages/pod-outcome.yaml"
-"$kubectl" apply -f "$stack_files_dir/node.yaml" > "$log_dir/node-apply.log" 2>&1 &
-node_apply=$!
-
-# The operator's release manifest (CRD, namespace, RBAC) from its pinned module; its Deployment
-# is removed because the operator runs here, out of cluster, with exactly that RBAC.
-{
-    "$kubectl" apply --server-side -f "$programs_dir/operator/files/mpi-operator.yaml"
-    "$kubectl" -n mpi-operator delete deployment mpi-operator --wait=false
-    "$kubectl" wait --for=condition=Established --timeout=60s crd/mpijobs.kubeflow.org
-} > "$log_dir/apply.log"
-operator_token=$("$kubectl" -n mpi-operator create token mpi-operator --duration=48h)
-write_kubeconfig "$state_dir/operator.kubeconfig" mpi-operator "token=$operator_token"
-unset operator_token
-# KUBECONFIG would win over --kubeConfig: the operator gets only its own credentials.
-start_restarting_component mpi-operator env -u KUBECONFIG "$programs_dir/operator/bin/mpi-operator" \
-    --kubeConfig="$state_dir/operator.kubeconfig" --lock-namespace=mpi-operator -alsologtostderr
 
 wait "$node_apply" || { say "the kwok node could not be registered (node-apply.log)" >&2; exit 1; }
 

@@ -11,6 +11,8 @@ common=/opt/pytest-stacks/common/control-plane.sh
 [ -r "$common" ] || { echo "pytest-stacks: $common is not mounted (see compose.yaml)" >&2; exit 1; }
 # shellcheck source=SCRIPTDIR/../k8s-common/control-plane.sh
 source "$common"
+# shellcheck source=SCRIPTDIR/../k8s-common/api.sh
+source /opt/pytest-stacks/common/api.sh
 node_name=pytest-stacks-node
 mkdir -p "$pki_dir" "$log_dir"
 started_ns=$(date +%s%N)
@@ -116,11 +118,11 @@ start_component kube-scheduler "$programs_dir/kubernetes/bin/kube-scheduler" \
     --authorization-kubeconfig="$state_dir/kube-scheduler.kubeconfig" \
     --bind-address=127.0.0.1 --secure-port=10259 --leader-elect=false
 
-# The operator's release manifest (CRD, namespace, RBAC) from its pinned module; its Deployment
-# is removed because the operator runs here, out of cluster, with exactly that RBAC.
+# The operator's release manifest (CRD, namespace, RBAC) from its pinned module, without its
+# Deployment: the operator runs here, out of cluster, with exactly that RBAC.
+operator_manifest_without_deployment "$state_dir/mpi-operator.yaml"
 {
-    "$kubectl" apply --server-side -f "$programs_dir/operator/files/mpi-operator.yaml"
-    "$kubectl" -n mpi-operator delete deployment mpi-operator --wait=false
+    "$kubectl" apply --server-side -f "$state_dir/mpi-operator.yaml"
     # CoreDNS reads Services, EndpointSlices, Pods and Namespaces with its own identity.
     "$kubectl" apply -f - <<RBAC
 apiVersion: rbac.authorization.k8s.io/v1
@@ -141,9 +143,10 @@ roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: "pytest-
 subjects:
 - {apiGroup: rbac.authorization.k8s.io, kind: User, name: "system:pytest-stacks:coredns"}
 RBAC
-    "$kubectl" wait --for=condition=Established --timeout=60s crd/mpijobs.kubeflow.org
 } > "$log_dir/apply.log"
-operator_token=$("$kubectl" -n mpi-operator create token mpi-operator --duration=48h)
+wait_until_ok "the MPIJob CRD" 60 mpijob_crd_established
+operator_token=$(service_account_token mpi-operator mpi-operator 172800)
+[ -n "$operator_token" ] || { say "no token for the operator's service account" >&2; exit 1; }
 write_kubeconfig "$state_dir/operator.kubeconfig" mpi-operator "token=$operator_token"
 unset operator_token
 # KUBECONFIG would win over --kubeConfig: the operator gets only its own credentials.

@@ -97,11 +97,11 @@ import json, os, pathlib, subprocess, time
 
 def _others(name):
     owner = os.getppid() if os.environ.get("PYTEST_XDIST_WORKER") else os.getpid()
-    ids = subprocess.run(["docker", "ps", "-aq", "--filter",
-                          f"label=io.pytest-stacks.owner-pid={owner}"],
-                         capture_output=True, text=True, check=True).stdout.split()
-    stacks = subprocess.run(["docker", "inspect", "--format",
-                             '{{index .Config.Labels "io.pytest-stacks.stack"}}', *ids],
+    # One listing with each container's stack label: a `docker inspect` of the ids listed
+    # raced the other stack's teardown, which runs meanwhile (a container gone in between).
+    stacks = subprocess.run(["docker", "ps", "-a", "--filter",
+                             f"label=io.pytest-stacks.owner-pid={owner}", "--format",
+                             '{{.Label "io.pytest-stacks.stack"}}'],
                             capture_output=True, text=True, check=True).stdout.split()
     return sorted(s for s in stacks if s != name)
 
