@@ -110,6 +110,15 @@ def ensure_built(build: GoModuleBuild, *, timeout: float = 3600) -> Path:
 
 
 def _build(go: str, build: GoModuleBuild, target: Path, deadline: float) -> None:
+    tmp = target / "tmp"
+    tmp.mkdir(parents=True)
+    try:
+        _build_in(go, build, target, deadline, tmp)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _build_in(go: str, build: GoModuleBuild, target: Path, deadline: float, tmp: Path) -> None:
     work = target / "module"
     work.mkdir(parents=True)
     (work / "go.mod").write_text(_go_mod(go, build, work, deadline))
@@ -119,7 +128,7 @@ def _build(go: str, build: GoModuleBuild, target: Path, deadline: float) -> None
     imports = "\n".join(f'\t_ "{pkg}"' for pkg in build.programs.values()
                         if not pkg.startswith(MODULE + "/"))  # ours: tidy sees their imports
     (work / "tools.go").write_text(f"//go:build tools\n\npackage tools\n\nimport (\n{imports}\n)\n")
-    _run([go, "mod", "tidy"], work, _left(deadline))
+    _run([go, "mod", "tidy"], work, _left(deadline), tmp)
     # Programs named as `go build` names them are built by one invocation: one package graph,
     # and one program links while the next compiles (two cores stay busy); the others alone.
     together = [p for n, p in build.programs.items() if n == default_name(p)]
@@ -128,10 +137,10 @@ def _build(go: str, build: GoModuleBuild, target: Path, deadline: float) -> None
     (target / "bin").mkdir(parents=True, exist_ok=True)
     if together:
         _run([go, "build", *flags, "-o", str(target / "bin") + "/", *together], work,
-             _left(deadline))
+             _left(deadline), tmp)
     for name, package in alone.items():
         _run([go, "build", *flags, "-o", str(target / "bin" / name), package], work,
-             _left(deadline))
+             _left(deadline), tmp)
     for out, source in build.files.items():
         module, _, inside = source.partition(":")
         directory = Path(_download(go, module, build.requires[module], work, deadline)["Dir"])
@@ -240,9 +249,13 @@ def command_environment() -> dict[str, str]:
     return env
 
 
-def _run(argv: Sequence[str], cwd: Path, timeout: float) -> str:
+def _run(argv: Sequence[str], cwd: Path, timeout: float, tmp: Path | None = None) -> str:
+    """``tmp``: the go command's GOTMPDIR, inside the build's own folder. A stopped or killed
+    `go build` leaves its work folder (gigabytes for Kubernetes) behind; in /tmp those
+    piled up run after run, here the next attempt at the build removes them with the rest."""
     niced = [*NICE, *argv] if shutil.which(NICE[0]) else list(argv)
-    done = cancellation.run(niced, cwd=str(cwd), env=command_environment(), timeout=timeout)
+    env = command_environment() | ({"GOTMPDIR": str(tmp)} if tmp else {})
+    done = cancellation.run(niced, cwd=str(cwd), env=env, timeout=timeout)
     if done.returncode == 124 and "timed out after" in done.stderr:
         raise GoBuildError(f"`{' '.join(argv[:4])}` did not finish in {timeout:.0f}s")
     if done.returncode != 0:

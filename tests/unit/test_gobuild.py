@@ -154,3 +154,26 @@ def test_go_runs_niced_with_a_lazier_collector_unless_the_user_set_one(
     (first, env), (_, user_env) = seen
     assert first == ["nice", "-n", "10", "go", "env", "GOVERSION"]
     assert (env["GOGC"], env["CGO_ENABLED"], user_env["GOGC"]) == ("400", "0", "off")
+
+
+def test_a_stopped_build_leaves_no_go_work_folder(monkeypatch: pytest.MonkeyPatch,
+                                                  tmp_path: Path) -> None:
+    """Go's work folder is the build's own (GOTMPDIR), removed when the build ends, also when
+    it was stopped: in /tmp, killed builds had left gigabytes each."""
+    seen: list[str] = []
+
+    def run(argv: list[str], **kwargs: Any) -> subprocess.CompletedProcess[str]:
+        if "build" in argv:
+            seen.append(kwargs["env"]["GOTMPDIR"])
+            (Path(seen[-1]) / "go-build123").mkdir()  # what a killed `go build` leaves
+            raise KeyboardInterrupt  # the session stopped mid-build
+        return subprocess.CompletedProcess(argv, 0, "", "")
+
+    monkeypatch.setattr(gobuild.cancellation, "run", run)
+    monkeypatch.setattr(gobuild, "_go_mod", lambda go, build, work, deadline: "module x\n")
+    target = tmp_path / "kubernetes-v1"
+    with pytest.raises(KeyboardInterrupt):
+        gobuild._build("go", builds.control_plane("v1.36.3"), target,
+                       float("inf"))
+    assert seen and Path(seen[0]).parent == target
+    assert not (target / "tmp").exists()
