@@ -23,7 +23,6 @@ from __future__ import annotations
 import os
 import re
 import subprocess
-import tempfile
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,6 +35,7 @@ from pytest_stacks.providers import (
     images,
     kind_docker,
     kind_node_image,
+    kind_operator,
     kind_owners,
     preflight,
 )
@@ -45,7 +45,7 @@ from pytest_stacks.transports import CommandResult
 Runner = Callable[[Sequence[str], float], subprocess.CompletedProcess[str]]
 CLUSTER_PREFIX = kind_owners.CLUSTER_PREFIX
 OPERATOR_MANIFEST = "mpi-operator.yaml"
-OPERATOR_ENTRYPOINT = "/opt/mpi-operator"  # where the operator's own images keep it
+OPERATOR_ENTRYPOINT = kind_operator.OPERATOR_ENTRYPOINT
 LOGS_FOLDER = Path(".pytest-stacks") / "kind-logs"
 NETWORK_VARIABLE = kind_docker.NETWORK_VARIABLE
 
@@ -69,15 +69,6 @@ def tools_build(stack: Stack) -> gobuild.GoModuleBuild:
         programs={"kind": "sigs.k8s.io/kind"},
         files={OPERATOR_MANIFEST:
                "github.com/kubeflow/mpi-operator:deploy/v2beta1/mpi-operator.yaml"})
-
-
-def pin_operator_image(manifest: str, reference: str) -> str:
-    """The release manifest's floating operator image (``mpioperator/mpi-operator:0.8``)
-    replaced by the pinned reference (tag and digest)."""
-    pinned, count = re.subn(r"(image:\s*)\S*mpi-operator:\S+", rf"\g<1>{reference}", manifest)
-    if count == 0:
-        raise StacksError("the operator's release manifest names no mpi-operator image to pin")
-    return pinned
 
 
 @dataclass(frozen=True)
@@ -162,35 +153,48 @@ class KindProvider:
         info = StackInfo(provider="kind", project=name,
                          endpoints={"kubeconfig": str(kubeconfig)},
                          private={"kind": kind, "kubectl": node.kubectl})
+        # No --wait: the operator's rollout needs a Ready node and _observed waits for all.
         create = [kind, "create", "cluster", "--name", name, "--image", node.reference,
-                  "--kubeconfig", str(kubeconfig), "--wait", f"{stack.timeouts.ready:.0f}s"]
+                  "--kubeconfig", str(kubeconfig)]
         if node.config is not None:
             config = ctx.run_dir / f"{stack.name}.kind.yaml"
             config.write_text(node.config)
             create += ["--config", str(config)]
-        self._create(stack, create)
-        self._install_operator(stack, info, tools / "files" / OPERATOR_MANIFEST, ctx.run_dir,
-                               node)
+        pinned, early = self._pinned_manifest(stack, tools / "files" / OPERATOR_MANIFEST,
+                                              ctx.run_dir, node)
+        applied = self._create(stack, create, f"{name}-control-plane" if early else None,
+                               pinned)
+        self._install_operator(stack, info, pinned, node, applied=applied)
         info.endpoints.update(self._observed(stack, info, node))
         return info
 
-    def _create(self, stack: Stack, create: list[str]) -> None:
+    def _create(self, stack: Stack, create: list[str], control_plane: str | None,
+                manifest: Path) -> bool:
         """``kind create cluster``, once more if kubeadm failed (seen when a whole window of
         stacks starts on 2 cores: init timed out waiting for its control plane). kind removes
-        a failed cluster itself; the report keeps the first failure beside the second."""
+        a failed cluster itself; the report keeps the first failure beside the second. With
+        ``control_plane``, the operator's ``manifest`` is applied there while kind joins the
+        workers (:mod:`~pytest_stacks.providers.kind_operator`); whether it was."""
         first = ""
         for attempt in (1, 2):
-            with progress.step("kind create cluster"):
-                done = self._run(create, stack.timeouts.up)
+            early = kind_operator.EarlyApply(self._run, control_plane, manifest,
+                                             wait_s=stack.timeouts.up).start() \
+                if control_plane is not None else None
+            try:
+                with progress.step("kind create cluster"):
+                    done = self._run(create, stack.timeouts.up)
+            finally:
+                applied = early.finish() if early is not None else False
             said = "\n".join((done.stderr or done.stdout).strip().splitlines()[-20:])
             if done.returncode == 0:
-                return
+                return applied
             if attempt == 1 and "kubeadm" in said:
                 progress.say(f"{stack.name}: kind create cluster failed in kubeadm; once more")
                 first = f"\n(the first attempt failed the same way:\n{said[-1500:]})"
                 continue
-            raise InfrastructureError(stack.name, f"`kind create cluster` failed (exit "
-                                      f"{done.returncode}):\n{said}{first}")
+            break
+        raise InfrastructureError(stack.name, f"`kind create cluster` failed (exit "
+                                  f"{done.returncode}):\n{said}{first}")
 
     def _node(self, stack: Stack) -> _Node:
         assert stack.kind is not None
@@ -202,7 +206,7 @@ class KindProvider:
         worker = stack.kind.worker_image  # first: no Go program in it, built while they compile
         ours = [worker.reference, *extra_images.references(stack).values()] \
             if worker is not None and self._build_worker(stack) else []
-        preload = [self._local_operator_image(stack), *ours]  # in the node: no 30 s `kind load`
+        preload = [self._operator_image(stack), *ours]  # in the node: no 30 s `kind load`
         base = images.ensure_base_image(build.base_image)
         with progress.step("kind node image"):
             node = kind_node_image.ensure_node_image(
@@ -214,8 +218,17 @@ class KindProvider:
                      str(control_plane / "bin/kubectl"),
                      node.kubernetes, node.preloaded)
 
-    def _install_operator(self, stack: Stack, info: StackInfo, manifest: Path,
-                          run_dir: Path, node: _Node) -> None:
+    def _pinned_manifest(self, stack: Stack, manifest: Path, run_dir: Path,
+                         node: _Node) -> tuple[Path, bool]:
+        try:
+            return kind_operator.pinned_manifest(stack, manifest, run_dir, node.preloaded)
+        except StacksError as exc:
+            raise InfrastructureError(stack.name, str(exc)) from None
+
+    def _install_operator(self, stack: Stack, info: StackInfo, pinned: Path, node: _Node, *,
+                          applied: bool) -> None:
+        """The images kind must load (those not in the node), the operator's manifest
+        (unless applied while kind ran) and its rollout."""
         assert stack.kind is not None
         kind = info.private["kind"]
         worker = stack.kind.worker_image
@@ -225,39 +238,26 @@ class KindProvider:
                 self._check(stack, [kind, "load", "docker-image", worker.reference, "--name",
                                     info.project], 600)
         if stack.kind.node_build is not None:
-            reference = self._local_operator_image(stack)
+            reference = self._operator_image(stack)
             if reference not in node.preloaded:
                 with progress.step("kind load operator image"):
                     self._check(stack, [kind, "load", "docker-image", reference, "--name",
                                         info.project], 600)
-        else:
-            reference = (stack.kind.operator_image.reference if stack.kind.operator_image
-                         else f"mpioperator/mpi-operator:{stack.kind.operator_version}")
-        pinned = run_dir / f"{stack.name}.{OPERATOR_MANIFEST}"
-        pinned.write_text(pin_operator_image(manifest.read_text(), reference))
         kubectl = [info.private["kubectl"], "--kubeconfig", info.endpoints["kubeconfig"]]
         with progress.step("operator install and rollout"):
-            self._check(stack, [*kubectl, "apply", "--server-side", "-f", str(pinned)], 300)
+            if not applied:
+                self._check(stack, [*kubectl, "apply", "--server-side", "-f", str(pinned)],
+                            300)
             self._check(stack, [*kubectl, "-n", "mpi-operator", "rollout", "status",
                                 "deployment/mpi-operator",
                                 f"--timeout={stack.timeouts.ready:.0f}s"],
                         stack.timeouts.ready + 30)
 
-    def _local_operator_image(self, stack: Stack) -> str:
-        """Our build of the pinned operator, in an image of its own (no registry here)."""
-        assert stack.kind is not None
+    def _operator_image(self, stack: Stack) -> str:
         try:
-            build = gobuild.ensure_built(builds.mpi_operator(f"v{stack.kind.operator_version}"),
-                                         timeout=stack.timeouts.build)
-            reference = f"{kind_node_image.REPOSITORY}/mpi-operator:{build.name.split('-', 2)[-1]}"
-            if not dockerutil.image_exists(reference):
-                with tempfile.TemporaryDirectory(prefix="pytest-stacks-operator-") as scratch:
-                    kind_node_image.static_image(
-                        Path(scratch) / "image", build / "bin/mpi-operator", reference,
-                        entrypoint=OPERATOR_ENTRYPOINT, timeout=stack.timeouts.build)
+            return kind_operator.local_operator_image(stack)
         except StacksError as exc:
             raise InfrastructureError(stack.name, str(exc)) from None
-        return reference
 
     def _observed(self, stack: Stack, info: StackInfo, node: _Node) -> dict[str, str]:
         """The versions the cluster reports: the nodes' kubelets and runtime (every kubelet

@@ -103,7 +103,13 @@ def cluster_config(image: KindNodeImage, nodes: int = 1) -> str:
     cgroup v1 hosts this is for (``failCgroupV1: false``; kind sets nothing about it) without
     CAP_SYS_RESOURCE (``oomScoreAdj: 0``). With ``nodes`` > 1, ``nodes - 1`` workers join,
     and the control plane keeps no taint (kind leaves it on once a cluster has workers): on
-    two cores every node runs pods, so MPI ranks can land on two of them."""
+    two cores every node runs pods, so MPI ranks can land on two of them.
+
+    The controller manager and the scheduler run without leader election (one control
+    plane: there is nobody to elect), so they start work when the API lets them instead of
+    at their next lease retry, seconds later; the controller manager's bootstrap signer is
+    what a worker's ``kubeadm join`` waits for. A JSON patch, because kind's merge of an
+    ``extraArgs`` list drops the scheduler's."""
     if not 1 <= nodes <= 4:
         raise StacksError(f"kind.nodes={nodes}: a cluster here has 1 to 4 nodes")
     workers = "".join("- role: worker\n" for _ in range(nodes - 1))
@@ -134,6 +140,17 @@ nodes:
   kind: KubeletConfiguration
   failCgroupV1: false
   oomScoreAdj: 0
+kubeadmConfigPatchesJSON6902:
+- group: kubeadm.k8s.io
+  version: v1beta4
+  kind: ClusterConfiguration
+  patch: |
+    - op: add
+      path: /controllerManager/extraArgs/-
+      value: {{name: leader-elect, value: "false"}}
+    - op: add
+      path: /scheduler/extraArgs
+      value: [{{name: leader-elect, value: "false"}}]
 """
 
 

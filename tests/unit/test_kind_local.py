@@ -127,7 +127,7 @@ def test_the_shim_execs_the_real_cli_with_rewritten_arguments(tmp_path: Path) ->
     fake = tmp_path / "real-docker"
     fake.write_text(f'#!/bin/sh\nprintf "%s\\n" "$@" > {record}\n')
     fake.chmod(0o755)
-    env = {**os.environ, kind_docker.REAL_DOCKER: str(fake)}
+    env = {**os.environ, kind_docker.REAL_DOCKER: str(fake), kind_docker.UNPRIVILEGED: "1"}
     done = subprocess.run([sys.executable, "-m", "pytest_stacks.providers.kind_docker",
                            "run", "--privileged", "--name", "n", "img"],
                           env=env, capture_output=True, text=True, timeout=30, check=False)
@@ -142,6 +142,92 @@ def test_the_shim_without_the_real_cli_says_so() -> None:
                            "ps"], env=env, capture_output=True, text=True, timeout=30,
                           check=False)
     assert done.returncode == 125 and kind_docker.REAL_DOCKER in done.stderr
+
+
+def _shim(tmp_path: Path, *, refused: bool) -> tuple[Path, Path, dict[str, str]]:
+    """The shim kind_wrapper writes, a recording stand-in for the real CLI, and the
+    environment the wrapper gives kind."""
+    record = tmp_path / "args"
+    real = tmp_path / "real-docker"
+    real.write_text(f'#!/bin/sh\nprintf "%s\\n" "$@" > {record}\n')
+    real.chmod(0o755)
+    wrapper = Path(kind_docker.kind_wrapper(Path("/bin/true"), "img", tmp_path / "w", "net",
+                                            _answer(125 if refused else 0, "apply caps")))
+    env = {**os.environ, kind_docker.REAL_DOCKER: str(real)}
+    if refused:
+        env[kind_docker.UNPRIVILEGED] = "1"
+    assert f"{kind_docker.UNPRIVILEGED}=1" in wrapper.read_text() or not refused
+    return tmp_path / "w" / "docker", record, env
+
+
+def _through(shim: Path, record: Path, env: dict[str, str], *argv: str) -> list[str]:
+    done = subprocess.run([str(shim), *argv], env=env, capture_output=True, text=True,
+                          timeout=30, check=False)
+    assert done.returncode == 0, done.stderr
+    return record.read_text().split("\n")[:-1]
+
+
+@pytest.mark.parametrize("refused", [True, False])
+def test_the_shell_shim_passes_what_needs_no_rewriting_straight_through(
+        tmp_path: Path, refused: bool) -> None:
+    shim, record, env = _shim(tmp_path, refused=refused)
+    argv = ["inspect", "--format", "{{ index .Config.Labels \"x\" }}", "n"]
+    assert _through(shim, record, env, *argv) == argv
+    exec_argv = ["exec", "--privileged", "-i", "n", "cp", "/dev/stdin", "/kind/x"]
+    expected = exec_argv[:1] + exec_argv[2:] if refused else exec_argv
+    assert _through(shim, record, env, *exec_argv) == expected
+    run = ["run", "--privileged", "--name", "n", "img"]
+    expected = ["run", "--name", "n", *kind_docker.NODE_PRIVILEGES, "img"] if refused else run
+    assert _through(shim, record, env, *run) == expected
+
+
+def test_kubeadm_join_is_found_and_its_control_plane_named() -> None:
+    assert kind_docker.joining_node(["exec", "--privileged", "c-worker2", "kubeadm", "join",
+                                     "--config", "/kind/kubeadm.conf"]) == "c-worker2"
+    assert kind_docker.joining_node(["exec", "--privileged", "c-worker", "kubeadm",
+                                     "init"]) is None
+    assert kind_docker.joining_node(["inspect", "c-worker", "kubeadm", "join"]) is None
+    assert kind_docker.control_plane_of("my-c-worker2") == "my-c-control-plane"
+    assert kind_docker.control_plane_of("my-c-control-plane3") == "my-c-control-plane"
+    assert kind_docker.control_plane_of("my-c-worker") == "my-c-control-plane"
+
+
+class _ClusterInfo:
+    """A control plane whose cluster-info is signed at its ``signed_at``-th read."""
+
+    def __init__(self, signed_at: int, stderr: str = "") -> None:
+        self.signed_at, self.stderr, self.reads = signed_at, stderr, 0
+        self.now = 0.0
+
+    def run(self, argv: Sequence[str], **_: object) -> subprocess.CompletedProcess[str]:
+        self.reads += 1
+        assert argv[2] == "c-control-plane" and "cluster-info" in argv
+        data = '{"jws-kubeconfig-abcdef":"x","kubeconfig":"y"}' \
+            if self.reads >= self.signed_at else '{"kubeconfig":"y"}'
+        return subprocess.CompletedProcess(list(argv), 1 if self.stderr else 0,
+                                           "" if self.stderr else data, self.stderr)
+
+    def sleep(self, seconds: float) -> None:
+        self.now += seconds
+
+
+def test_join_waits_for_the_signature_not_longer() -> None:
+    plane = _ClusterInfo(signed_at=4)
+    assert kind_docker.await_join_signature("docker", "c-worker", run=plane.run,
+                                            clock=lambda: plane.now, sleep=plane.sleep)
+    assert plane.reads == 4
+
+
+def test_join_wait_gives_up_to_kubeadm_without_error() -> None:
+    plane = _ClusterInfo(signed_at=10**6)
+    assert not kind_docker.await_join_signature("docker", "c-worker", run=plane.run,
+                                                clock=lambda: plane.now, sleep=plane.sleep,
+                                                wait=2.0)
+    assert plane.reads == 2.0 / kind_docker.JOIN_SIGNATURE_POLL_S
+    gone = _ClusterInfo(signed_at=1, stderr="Error: No such container: c-control-plane")
+    assert not kind_docker.await_join_signature("docker", "c-worker", run=gone.run,
+                                                clock=lambda: gone.now, sleep=gone.sleep)
+    assert gone.reads == 1
 
 
 # --- the node image ----------------------------------------------------------------------------
@@ -162,6 +248,21 @@ def test_cluster_config_points_kubeadm_at_the_built_images() -> None:
                                              "COREDNS_VERSION": "v1.14.7"})
     assert refs["etcd"] == f"{kind_node_image.REPOSITORY}/etcd:v3.6.8"
     assert refs["kube-apiserver"] == f"{kind_node_image.REPOSITORY}/kube-apiserver:v1.36.3"
+
+
+def test_one_control_plane_elects_no_leader() -> None:
+    """The controller manager and the scheduler get --leader-elect=false as JSON patch
+    operations on kubeadm's ClusterConfiguration (appended to kind's own controller-manager
+    arguments, which stay; the scheduler has none of kind's)."""
+    image = kind_node_image.KindNodeImage("r", "v1.36.3", "v3.6.8", "v1.14.7")
+    [patch] = yaml.safe_load(image.cluster_config(nodes=2))["kubeadmConfigPatchesJSON6902"]
+    assert (patch["group"], patch["version"], patch["kind"]) == (
+        "kubeadm.k8s.io", "v1beta4", "ClusterConfiguration")
+    operations = yaml.safe_load(patch["patch"])
+    assert {"op": "add", "path": "/controllerManager/extraArgs/-",
+            "value": {"name": "leader-elect", "value": "false"}} in operations
+    assert {"op": "add", "path": "/scheduler/extraArgs",
+            "value": [{"name": "leader-elect", "value": "false"}]} in operations
 
 
 def test_a_second_node_joins_and_the_control_plane_runs_pods_too() -> None:
@@ -239,6 +340,8 @@ class Cluster:
         out, code, err = "", 0, ""
         if "--privileged" in argv and self.refuse:
             code, err = 125, "unable to apply caps: operation not permitted"
+        elif "--raw=/readyz" in argv:  # never ready to an early apply (tested on its own)
+            code, err = 1, "connection refused"
         elif "kubeletVersion" in line:
             out = self.kubelet
         elif "containerRuntimeVersion" in line:
@@ -326,14 +429,17 @@ def test_a_worker_built_here_is_in_the_node_image_and_nothing_is_loaded(
     assert not any(" load " in " ".join(c) for c in runner.calls), runner.calls
 
 
-def test_an_engine_that_allows_privileged_runs_kind_itself(
+def test_an_engine_that_allows_privileged_keeps_kinds_privileges(
         local_stack: Stack, ctx: RunContext, offline: Path) -> None:
+    """The shim is still there (it holds kubeadm join until the signature), but rewrites
+    nothing: the engine grants --privileged itself."""
     runner = Cluster(refuse_privileged=False)
     kind.KindProvider(runner).up(local_stack, ctx)
     create = next(c for c in runner.calls if "create" in c and "cluster" in c)
     text = Path(create[0]).read_text()
     assert f"exec {offline / 'bin/kind'}" in text
-    assert "PATH=" not in text and not (Path(create[0]).parent / "docker").exists()
+    assert kind_docker.UNPRIVILEGED not in text
+    assert (Path(create[0]).parent / "docker").exists()
 
 
 def test_a_kubelet_of_another_version_is_an_infrastructure_error(
