@@ -6,9 +6,9 @@ GitHub-hosted runners and laptops with a registry (without one, ``up`` fails in 
 that reason, an infrastructure error, never a hang). ``kind.node_build`` is a node image built
 on this host (:mod:`pytest_stacks.providers.kind_node_image`), which holds our build of the
 pinned operator and the worker image (no ``kind load`` at bring-up, nothing from a registry).
-Either way kind itself creates, loads into, exports the logs of and deletes the cluster. Where
-the engine refuses ``--privileged`` (kind asks it for every node), kind runs with
-:mod:`pytest_stacks.providers.kind_docker` as its ``docker``.
+Either way kind itself creates, loads into, exports the logs of and deletes the cluster, with
+:mod:`pytest_stacks.providers.kind_docker` as its ``docker`` (which also grants what it can
+where the engine refuses kind's ``--privileged``).
 
 Run ownership is carried in the cluster name (``pst-<run>-<stack>``), an owner record beside
 the run directories (:mod:`~pytest_stacks.providers.kind_owners`) and the labels of the

@@ -1,11 +1,12 @@
-"""The ``docker`` that kind runs on hosts whose engine refuses ``--privileged``.
+"""The ``docker`` that kind runs: faster on every host, and what works where the engine
+refuses ``--privileged``.
 
 kind starts every node with ``docker run --privileged`` and runs every command in it with
 ``docker exec --privileged``. Some engines cannot grant that: in a sandbox whose capability
 bounding set lacks CAP_SYS_RESOURCE, Docker's privileged mode (every capability there is)
 fails with "unable to apply caps". kind itself has no switch for this, so the provider puts
 this program first on kind's ``PATH`` as ``docker``: it passes every call through to the real
-CLI unchanged, except that
+CLI unchanged, except that on such an engine
 
 - ``run --privileged`` becomes every capability the engine can grant (all but
   CAP_SYS_RESOURCE), no seccomp or AppArmor confinement, a private cgroup namespace,
