@@ -29,6 +29,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.object_store import bring_up  # noqa: E402
 from pytest_stacks import gobuild  # noqa: E402
 from pytest_stacks.backends.kubernetes.adapter import (  # noqa: E402
     control_plane_builds,
@@ -37,7 +38,7 @@ from pytest_stacks.backends.kubernetes.adapter import (  # noqa: E402
 from pytest_stacks.backends.kubernetes.objects import terminated  # noqa: E402
 from pytest_stacks.contract import JobSpec, JobState, submitted, wait_for  # noqa: E402
 from pytest_stacks.lifecycle import StackPool, new_run_id, runs_root  # noqa: E402
-from pytest_stacks.manifest import Stack, load  # noqa: E402
+from pytest_stacks.manifest import load  # noqa: E402
 from pytest_stacks.providers.base import RunContext  # noqa: E402
 
 STACK = "k8s-1.36-mpi-0.8"
@@ -108,21 +109,6 @@ def cold_node(stack: object) -> None:
     subprocess.run(["docker", "rmi", "-f", image, *listed], capture_output=True, check=False)
 
 
-def bring_up_once(stack: Stack) -> float:
-    """One whole bring-up (with its probe) in a run of its own, torn down after."""
-    run_id = new_run_id()
-    pool = StackPool(RunContext.for_this_process(run_id, runs_root() / run_id))
-    try:
-        started = time.monotonic()
-        pool.acquire(stack)
-        return time.monotonic() - started
-    finally:
-        problems = pool.teardown({stack.name: stack})
-        shutil.rmtree(pool.ctx.run_dir, ignore_errors=True)
-        if problems:
-            sys.exit(f"teardown problems: {problems}")
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--cold", action="store_true", help="empty pytest-stacks' build cache")
@@ -142,7 +128,7 @@ def main() -> None:
     for build in control_plane_builds(stack).values():
         gobuild.ensure_built(build)
     build_s = time.monotonic() - started
-    ups = [bring_up_once(stack) for _ in range(max(args.bring_ups, 1) - 1)]
+    ups = [bring_up(stack) for _ in range(max(args.bring_ups, 1) - 1)]
     run_id = new_run_id()
     pool = StackPool(RunContext.for_this_process(run_id, runs_root() / run_id))
     try:
