@@ -25,7 +25,8 @@ PY = sys.executable
 DEFAULT = ["htcondor-23.9", "htcondor-23.9-pool-ssh", "slurm-24.11"]
 SUITE_TARGET_S = 45.0
 RATIO_TARGET = 1.5
-_DURATION = re.compile(r"^([0-9.]+)s (call|setup|teardown)\s+(\S+)$")
+# A test id may hold spaces (a parameter's id: "a missing object"), so the id is the rest.
+_DURATION = re.compile(r"^([0-9.]+)s (call|setup|teardown)\s+(\S.*)$")
 
 
 def run(stack: str) -> tuple[float, dict[str, float]]:

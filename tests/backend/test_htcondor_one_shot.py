@@ -31,8 +31,8 @@ from pytest_stacks.manifest import Stack
 pytestmark = [pytest.mark.requires("submit", "status", "outputs"),
               pytest.mark.for_backend("htcondor")]
 
-#: The stacks' PERIODIC_EXPR_INTERVAL when the manifest does not say (45-test-timers.conf sets 2).
-DEFAULT_PERIODIC_EXPR_INTERVAL = 2.0
+#: The stacks' PERIODIC_EXPR_INTERVAL when the manifest does not say (45-test-timers.conf sets 1).
+DEFAULT_PERIODIC_EXPR_INTERVAL = 1.0
 
 
 def _driver(backend: JobClient, stack: Stack, output_retrieval: str) -> Any:

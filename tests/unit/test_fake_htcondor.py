@@ -299,3 +299,13 @@ def test_evaluator_agrees_with_classad(text: str) -> None:
 def test_expressions_print_back_as_classad_does(text: str) -> None:
     classad2 = pytest.importorskip("classad2")
     assert str(Expr(text)) == str(classad2.ExprTree(text))
+
+
+def test_a_job_not_spooled_is_idle_at_once_with_its_files_in(make_schedd: Any,
+                                                             tmp_path: Path) -> None:
+    """As the real schedd: no spooling hold; the sandbox has the client's files."""
+    schedd = make_schedd()
+    desc, _ = _job(tmp_path, "true\n", extra={"requirements": "false"})
+    [job_id] = schedd.submit(desc, spool=False, count=1).job_ids
+    [ad] = schedd.query(f"ClusterId == {job_id.split('.')[0]}", ["JobStatus", "HoldReason"])
+    assert ad["JobStatus"] == 1, ad

@@ -232,6 +232,17 @@ def test_submit_copies_the_files_and_runs_condor_submit_spool(tmp_path: Path) ->
     assert transport.calls[-1][0] == ("rm", "-rf", "--", f"{job_dir}/exe", f"{job_dir}/inputs")
 
 
+def test_a_submit_not_spooled_keeps_its_files_where_the_job_reads_them(tmp_path: Path) -> None:
+    """The housekeeping witness is not spooled: plain condor_submit on the login node, and
+    the staged files stay (a job that is not spooled reads them where they are)."""
+    transport = RecordingTransport()
+    schedd = RemoteCliSchedd(transport, user="submitter")
+    schedd.submit(describe_job(JobSpec(script="true\n"), tmp_path / "job", None), spool=False)
+    [(argv, _)] = [c for c in transport.calls if c[0][0] == "condor_submit"]
+    assert argv[:2] == ("condor_submit", "-terse")
+    assert not any(c[0][0] == "rm" for c in transport.calls)
+
+
 def test_retrieve_empties_transfers_and_copies_back_byte_for_byte(tmp_path: Path) -> None:
     transport = RecordingTransport()
     schedd = RemoteCliSchedd(transport)

@@ -43,7 +43,12 @@ class Schedd(Protocol):
     """The part of a schedd the driver uses; ads are plain dicts of Python values."""
 
     def submit(self, description: Mapping[str, str], *, spool: bool = True,
-               count: int = 1) -> Submitted: ...
+               count: int = 1) -> Submitted:
+        """Queue ``count`` procs. Spooled (the default), they are held until :meth:`spool`
+        uploads their files; not spooled, they are idle at once and their files are read
+        where the description names them (a job that never runs, such as the housekeeping
+        witness, needs none)."""
+        ...
 
     def spool(self, submitted: Submitted) -> None: ...
 

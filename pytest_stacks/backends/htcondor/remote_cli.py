@@ -262,9 +262,6 @@ class RemoteCliSchedd:
 
     def submit(self, description: Mapping[str, str], *, spool: bool = True,
                count: int = 1) -> Submitted:
-        if not spool:
-            raise ScheddError("the remote CLI shares no file system with this machine: "
-                              "only spooled submits (condor_submit -spool)")
         remote_dir = f"{self._job_root()}/{uuid.uuid4().hex[:12]}"
         if self._run_tag:
             description = {**description, RUN_ATTRIBUTE: f'"{self._run_tag}"'}
@@ -287,16 +284,17 @@ class RemoteCliSchedd:
         except BackendCallError as exc:
             raise ScheddError(f"submit: copying the job's files failed: {exc}") from exc
         try:
-            result = self._run("submit", ["condor_submit", "-spool", "-terse",
-                                          f"{remote_dir}/exe/job.sub"])
+            result = self._run("submit", ["condor_submit", *(["-spool"] if spool else []),
+                                          "-terse", f"{remote_dir}/exe/job.sub"])
             cluster, first, num = parse_terse(result.stdout)
         except ScheddError:
             self._run("clean up", ["rm", "-rf", "--", remote_dir], check=False)
             raise
-        # Spooled: the schedd holds its own copies now; only the (empty) initialdir stays,
-        # where condor_transfer_data writes.
-        self._run("clean up", ["rm", "-rf", "--", f"{remote_dir}/exe", f"{remote_dir}/inputs"],
-                  check=False)
+        if spool:
+            # The schedd holds its own copies now; only the (empty) initialdir stays, where
+            # condor_transfer_data writes. Not spooled, the job reads them where they are.
+            self._run("clean up", ["rm", "-rf", "--", f"{remote_dir}/exe",
+                                   f"{remote_dir}/inputs"], check=False)
         submitted = Submitted(cluster, first, num, remote_dir)
         for job_id in submitted.job_ids:
             self._jobs[job_id] = staged

@@ -21,6 +21,8 @@ from pytest_stacks.contract import JobHandle, JobSpec, JobState, JobStatus
 STDOUT_FILE = ".pytest-stacks.out"
 STDERR_FILE = ".pytest-stacks.err"
 SCRIPT_FILE = "job.sh"
+#: condor_submit's spelling of an empty file list (``transfer_output_files = ""``): "none".
+EMPTY_LIST = '""'
 
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _JOB_ID = re.compile(r"^(\d+)\.(\d+)$")
@@ -71,8 +73,12 @@ def describe_job(spec: JobSpec, root: Path, leave_in_queue: str | None) -> dict[
     if spec.inputs or spec.remote_inputs:
         description["transfer_input_files"] = ",".join(
             [*(str(inputs / name) for name in spec.inputs), *spec.remote_inputs.values()])
-    if spec.outputs or spec.remote_outputs:
-        description["transfer_output_files"] = ",".join([*spec.outputs, *spec.remote_outputs])
+    # Always a list, so only the declared outputs (and stdout/stderr) come back. Without one
+    # the starter returns every new or changed file, and to tell a file the job touched in its
+    # first second by its mtime it sleeps 1 s after the input transfer of every such job
+    # (FileTransfer, upload_changed_files). `""` is condor_submit's spelling of the empty list.
+    description["transfer_output_files"] = ",".join([*spec.outputs, *spec.remote_outputs]) \
+        or EMPTY_LIST
     description.update(staging.submit_commands(spec))
     if leave_in_queue is not None:
         description["leave_in_queue"] = leave_in_queue

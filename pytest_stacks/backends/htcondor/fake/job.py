@@ -54,6 +54,14 @@ class Job:
             self.ad["JobStatus"] = status
             self.ad["EnteredCurrentStatus"] = int(time.time())
 
+    def stage_in(self) -> None:
+        """The job's files into its sandbox; the job is idle from here."""
+        self.spool.mkdir(parents=True, exist_ok=True)
+        for name, path in self.client_files.items():
+            if path.is_file():  # a job that never runs (the witness) may name none
+                shutil.copy2(path, self.spool / name)
+        self.set_status(1)
+
     def leave_in_queue(self, now: int) -> bool:
         return self._policy("LeaveJobInQueue", now)
 

@@ -83,15 +83,15 @@ class FakeSchedd:
         with self._lock:
             self._check_open()
             self._tick()
-            if not spool:
-                raise ScheddError("the fake schedd is remote: submit with spool=True (it shares "
-                                  "no filesystem with the client)")
             cluster = next(self._clusters)
             jobs = [self._make_job(description, cluster, proc)
                     for proc in range(max(1, count))]
             for job in jobs:
                 self._queue[job.job_id] = job
-                self._log_line(f"Submitting new job {job.job_id} (held: spooling input)")
+                self._log_line(f"Submitting new job {job.job_id}"
+                               + (" (held: spooling input)" if spool else ""))
+                if not spool:  # idle at once, its files read where the client has them
+                    job.stage_in()
             return Submitted(cluster=cluster, first_proc=0, num_procs=len(jobs),
                              native=[j.job_id for j in jobs])
 
@@ -119,11 +119,8 @@ class FakeSchedd:
                         f"{missing[0]}: (errno 2) No such file or directory")
                 now = int(time.time())
                 job.ad["StageInStart"] = now
-                job.spool.mkdir(parents=True, exist_ok=True)
-                for name, path in job.client_files.items():
-                    shutil.copy2(path, job.spool / name)
+                job.stage_in()
                 job.ad["StageInFinish"] = now
-                job.set_status(1)
                 # Seen on 23.9.6 (tests/parity): the release leaves the hold's reason and
                 # code in the ad as undefined, which a query returns (None here).
                 job.ad.update({"HoldReason": None, "HoldReasonCode": None})

@@ -176,7 +176,10 @@ def _optional_attributes(ad: dict[str, Any], desc: Mapping[str, str],
         ad["TransferInput"] = ",".join(Path(i).name for i in inputs)
         ad["SUBMIT_TransferInput"] = ",".join(inputs)
     if "transfer_output_files" in desc:
-        ad["TransferOutput"] = expand(desc["transfer_output_files"])
+        # condor_submit reads a bare `""` as the empty list (TransferOutput = ""): no
+        # outputs but stdout/stderr, where leaving the command out returns every new file.
+        outputs = expand(desc["transfer_output_files"])
+        ad["TransferOutput"] = "" if outputs.strip() == '""' else outputs
     if "batch_name" in desc:
         ad["JobBatchName"] = expand(desc["batch_name"])
     if "allowed_execute_duration" in desc:
