@@ -34,6 +34,7 @@ from pytest_stacks.manifest import Stack
 from pytest_stacks.providers import (
     images,
     kind_docker,
+    kind_failure,
     kind_node_image,
     kind_operator,
     kind_owners,
@@ -170,11 +171,10 @@ class KindProvider:
 
     def _create(self, stack: Stack, create: list[str], control_plane: str | None,
                 manifest: Path) -> bool:
-        """``kind create cluster``, once more if kubeadm failed (seen when a whole window of
-        stacks starts on 2 cores: init timed out waiting for its control plane). kind removes
-        a failed cluster itself; the report keeps the first failure beside the second. With
-        ``control_plane``, the operator's ``manifest`` is applied there while kind joins the
-        workers (:mod:`~pytest_stacks.providers.kind_operator`); whether it was."""
+        """``kind create cluster``, once more if kubeadm failed (seen on 2 cores under a whole
+        window: init timed out waiting for its control plane). kind removes a failed cluster;
+        the report keeps both failures. With ``control_plane``, the operator's ``manifest`` is
+        applied there while kind joins the workers (:mod:`.kind_operator`); whether it was."""
         first = ""
         for attempt in (1, 2):
             early = kind_operator.EarlyApply(self._run, control_plane, manifest,
@@ -185,7 +185,7 @@ class KindProvider:
                     done = self._run(create, stack.timeouts.up)
             finally:
                 applied = early.finish() if early is not None else False
-            said = "\n".join((done.stderr or done.stdout).strip().splitlines()[-20:])
+            said = kind_failure.summary(done.stderr or done.stdout)
             if done.returncode == 0:
                 return applied
             if attempt == 1 and "kubeadm" in said:
