@@ -393,3 +393,14 @@ def test_a_refused_submit_leaves_no_staged_files(tmp_path: Path) -> None:
         schedd.submit(describe_job(JobSpec(script="true\n"), tmp_path / "job", None))
     rm = transport.calls[-1][0]
     assert rm[:3] == ("rm", "-rf", "--") and rm[3].startswith("/home/submitter/.pytest-stacks/")
+
+
+def test_a_job_without_outputs_still_lists_them_as_empty(tmp_path: Path) -> None:
+    """Without `transfer_output_files` the starter returns every changed file and sleeps 1 s
+    after the input transfer; `""` is condor_submit's empty list, and the submit file keeps it."""
+    description = describe_job(JobSpec(script="true\n"), tmp_path / "job", None)
+    assert description["transfer_output_files"] == '""'
+    assert 'transfer_output_files = ""\n' in submit_file(description)
+    with_outputs = describe_job(JobSpec(script="true\n", outputs=("a.txt", "b.txt")),
+                                tmp_path / "other", None)
+    assert with_outputs["transfer_output_files"] == "a.txt,b.txt"
