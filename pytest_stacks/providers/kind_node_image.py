@@ -109,7 +109,12 @@ def cluster_config(image: KindNodeImage, nodes: int = 1) -> str:
     plane: there is nobody to elect), so they start work when the API lets them instead of
     at their next lease retry, seconds later; the controller manager's bootstrap signer is
     what a worker's ``kubeadm join`` waits for. A JSON patch, because kind's merge of an
-    ``extraArgs`` list drops the scheduler's."""
+    ``extraArgs`` list drops the scheduler's.
+
+    etcd keeps its data in the node's ``/tmp``, a tmpfs (kind starts every node with
+    ``--tmpfs /tmp``): a cluster lives for one run, and on a loaded host etcd's fsyncs to disk
+    are what stretch ``kubeadm init``'s API calls past their deadlines (kind's advice for CI,
+    kubernetes-sigs/kind#845)."""
     if not 1 <= nodes <= 4:
         raise StacksError(f"kind.nodes={nodes}: a cluster here has 1 to 4 nodes")
     workers = "".join("- role: worker\n" for _ in range(nodes - 1))
@@ -132,6 +137,7 @@ nodes:
     local:
       imageRepository: {REPOSITORY}
       imageTag: {image.etcd}
+      dataDir: /tmp/etcd
   dns:
     imageRepository: {REPOSITORY}
     imageTag: {image.coredns}

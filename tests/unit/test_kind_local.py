@@ -241,6 +241,7 @@ def test_cluster_config_points_kubeadm_at_the_built_images() -> None:
     cluster = next(p for p in patches if p["kind"] == "ClusterConfiguration")
     assert cluster["imageRepository"] == kind_node_image.REPOSITORY
     assert cluster["etcd"]["local"]["imageTag"] == "v3.6.8"
+    assert cluster["etcd"]["local"]["dataDir"] == "/tmp/etcd"  # the node's tmpfs
     assert cluster["dns"]["imageTag"] == "v1.14.7"
     kubelet = next(p for p in patches if p["kind"] == "KubeletConfiguration")
     assert kubelet["failCgroupV1"] is False and kubelet["oomScoreAdj"] == 0
