@@ -97,6 +97,33 @@ def component_images(p: dict[str, str]) -> dict[str, str]:
     }
 
 
+# The controllers a kind test plane's objects meet, not kube-controller-manager's ~45: it
+# starts each one after another, each with a service-account token of its own, and with
+# kubeadm's "*,bootstrap-signer,token-cleaner" that took 5.1 s after the API turned healthy
+# (seen on 1.36.3, two cores), during which no DaemonSet (the CNI, kube-proxy) had a pod
+# and no worker could join. Kept: what kubeadm join needs (the bootstrap signer and token
+# cleaner, the kubelet's certificate requests approved and signed), the nodes' pod ranges
+# (the CNI reads spec.podCIDR) and lifecycle (the not-ready taint lifted), the workloads kind
+# and the stacks create (DaemonSets, Deployments and their ReplicaSets, Jobs and their TTL),
+# ownership and garbage collection, namespaces and their accounts, tokens and the root CA a
+# pod's projected volume names, the endpoints behind the MPI workers' Service (CoreDNS), and
+# the aggregated roles of the operator's release RBAC. Nothing here uses volumes, quotas,
+# StatefulSets, CronJobs, autoscalers or disruption budgets.
+CONTROLLERS = ",".join((
+    "bootstrap-signer-controller", "token-cleaner-controller",
+    "certificatesigningrequest-approving-controller",
+    "certificatesigningrequest-signing-controller",
+    "node-ipam-controller", "node-lifecycle-controller",
+    "daemonset-controller", "deployment-controller", "replicaset-controller",
+    "job-controller", "ttl-after-finished-controller",
+    "garbage-collector-controller", "pod-garbage-collector-controller", "namespace-controller",
+    "serviceaccount-controller", "serviceaccount-token-controller",
+    "root-ca-certificate-publisher-controller",
+    "endpoints-controller", "endpointslice-controller",
+    "clusterrole-aggregation-controller",
+))
+
+
 def cluster_config(image: KindNodeImage, nodes: int = 1) -> str:
     """kind's cluster configuration for this node image: kubeadm takes every image from
     :data:`REPOSITORY` at the pinned tags (already in the node), and the kubelet runs on the
@@ -114,7 +141,9 @@ def cluster_config(image: KindNodeImage, nodes: int = 1) -> str:
     etcd keeps its data in the node's ``/tmp``, a tmpfs (kind starts every node with
     ``--tmpfs /tmp``): a cluster lives for one run, and on a loaded host etcd's fsyncs to disk
     are what stretch ``kubeadm init``'s API calls past their deadlines (kind's advice for CI,
-    kubernetes-sigs/kind#845)."""
+    kubernetes-sigs/kind#845). Its controllers are :data:`CONTROLLERS`; every key and
+    certificate is ECDSA P-256 (kubeadm's ``encryptionAlgorithm``): RSA-2048 made kubeadm's
+    ``certs`` phase 1.3 s of ``kubeadm init`` here, a run's throwaway PKI."""
     if not 1 <= nodes <= 4:
         raise StacksError(f"kind.nodes={nodes}: a cluster here has 1 to 4 nodes")
     workers = "".join("- role: worker\n" for _ in range(nodes - 1))
@@ -133,6 +162,7 @@ nodes:
   apiVersion: kubeadm.k8s.io/v1beta4
   kind: ClusterConfiguration
   imageRepository: {REPOSITORY}
+  encryptionAlgorithm: ECDSA-P256
   etcd:
     local:
       imageRepository: {REPOSITORY}
@@ -154,6 +184,9 @@ kubeadmConfigPatchesJSON6902:
     - op: add
       path: /controllerManager/extraArgs/-
       value: {{name: leader-elect, value: "false"}}
+    - op: add
+      path: /controllerManager/extraArgs/-
+      value: {{name: controllers, value: "{CONTROLLERS}"}}
     - op: add
       path: /scheduler/extraArgs
       value: [{{name: leader-elect, value: "false"}}]

@@ -242,6 +242,7 @@ def test_cluster_config_points_kubeadm_at_the_built_images() -> None:
     assert cluster["imageRepository"] == kind_node_image.REPOSITORY
     assert cluster["etcd"]["local"]["imageTag"] == "v3.6.8"
     assert cluster["etcd"]["local"]["dataDir"] == "/tmp/etcd"  # the node's tmpfs
+    assert cluster["encryptionAlgorithm"] == "ECDSA-P256"
     assert cluster["dns"]["imageTag"] == "v1.14.7"
     kubelet = next(p for p in patches if p["kind"] == "KubeletConfiguration")
     assert kubelet["failCgroupV1"] is False and kubelet["oomScoreAdj"] == 0
@@ -465,3 +466,21 @@ def test_build_makes_the_images_and_starts_nothing(local_stack: Stack, ctx: RunC
                    for c in commands), commands
     assert static and static[0].startswith(f"{kind_node_image.REPOSITORY}/mpi-operator:")
     assert not (ctx.run_dir.parent / "kind-clusters").exists()
+
+
+def test_the_controller_manager_runs_what_join_and_the_stacks_need() -> None:
+    """kubeadm's own ``*,bootstrap-signer,token-cleaner`` is replaced by a list: what
+    ``kubeadm join`` waits for stays in it, and every name is one kube-controller-manager
+    knows (a misspelt one makes it exit at start)."""
+    image = kind_node_image.KindNodeImage("r", "v1.36.3", "v3.6.8", "v1.14.7")
+    [patch] = yaml.safe_load(image.cluster_config(nodes=2))["kubeadmConfigPatchesJSON6902"]
+    [controllers] = [op["value"]["value"] for op in yaml.safe_load(patch["patch"])
+                     if op["path"] == "/controllerManager/extraArgs/-"
+                     and op["value"]["name"] == "controllers"]
+    names = controllers.split(",")
+    assert "*" not in names and len(names) == len(set(names))
+    for needed in ("bootstrap-signer-controller", "certificatesigningrequest-approving-controller",
+                   "certificatesigningrequest-signing-controller", "node-ipam-controller",
+                   "daemonset-controller", "root-ca-certificate-publisher-controller"):
+        assert needed in names
+    assert all(name.endswith("-controller") for name in names)
