@@ -124,6 +124,15 @@ CONTROLLERS = ",".join((
 ))
 
 
+# etcd's data on the node's tmpfs (kind starts every node with `--tmpfs /tmp`): a cluster
+# lives for one run, and on a loaded host etcd's fsyncs to disk are what stretch kubeadm
+# init's API calls past their deadlines (kind's advice for CI, kubernetes-sigs/kind#845).
+ETCD_DATA_DIR = "/tmp/etcd"
+# kubeadm's every key and certificate: RSA-2048 made its `certs` phase 1.3 s of `kubeadm
+# init` here (ECDSA: 0.05 s), for a run's throwaway PKI.
+KEY_ALGORITHM = "ECDSA-P256"
+
+
 def cluster_config(image: KindNodeImage, nodes: int = 1) -> str:
     """kind's cluster configuration for this node image: kubeadm takes every image from
     :data:`REPOSITORY` at the pinned tags (already in the node), and the kubelet runs on the
@@ -132,18 +141,11 @@ def cluster_config(image: KindNodeImage, nodes: int = 1) -> str:
     and the control plane keeps no taint (kind leaves it on once a cluster has workers): on
     two cores every node runs pods, so MPI ranks can land on two of them.
 
-    The controller manager and the scheduler run without leader election (one control
-    plane: there is nobody to elect), so they start work when the API lets them instead of
-    at their next lease retry, seconds later; the controller manager's bootstrap signer is
-    what a worker's ``kubeadm join`` waits for. A JSON patch, because kind's merge of an
-    ``extraArgs`` list drops the scheduler's.
-
-    etcd keeps its data in the node's ``/tmp``, a tmpfs (kind starts every node with
-    ``--tmpfs /tmp``): a cluster lives for one run, and on a loaded host etcd's fsyncs to disk
-    are what stretch ``kubeadm init``'s API calls past their deadlines (kind's advice for CI,
-    kubernetes-sigs/kind#845). Its controllers are :data:`CONTROLLERS`; every key and
-    certificate is ECDSA P-256 (kubeadm's ``encryptionAlgorithm``): RSA-2048 made kubeadm's
-    ``certs`` phase 1.3 s of ``kubeadm init`` here, a run's throwaway PKI."""
+    The controller manager and the scheduler run without leader election (one control plane),
+    so they start work when the API lets them, not at their next lease retry; the bootstrap
+    signer is what ``kubeadm join`` waits for (JSON patches: kind's merge of an ``extraArgs``
+    list drops the scheduler's). See :data:`CONTROLLERS`, :data:`ETCD_DATA_DIR` and
+    :data:`KEY_ALGORITHM`."""
     if not 1 <= nodes <= 4:
         raise StacksError(f"kind.nodes={nodes}: a cluster here has 1 to 4 nodes")
     workers = "".join("- role: worker\n" for _ in range(nodes - 1))
@@ -162,12 +164,12 @@ nodes:
   apiVersion: kubeadm.k8s.io/v1beta4
   kind: ClusterConfiguration
   imageRepository: {REPOSITORY}
-  encryptionAlgorithm: ECDSA-P256
+  encryptionAlgorithm: {KEY_ALGORITHM}
   etcd:
     local:
       imageRepository: {REPOSITORY}
       imageTag: {image.etcd}
-      dataDir: /tmp/etcd
+      dataDir: {ETCD_DATA_DIR}
   dns:
     imageRepository: {REPOSITORY}
     imageTag: {image.coredns}
