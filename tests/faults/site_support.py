@@ -130,7 +130,10 @@ def assert_whole_pass(results: Path, daemon: str) -> None:
 def infra_in_seconds(where: Path, stack: str, manifest: Path, env: dict[str, str],
                      expected: str) -> None:
     """A session on a site that fails its preflight: one infrastructure error naming
-    ``expected``, within 30 s, and the test itself never ran."""
+    ``expected``, within 60 s, and the test itself never ran. 60 s, not the 5 to 10 s it takes
+    on an idle machine: the session is a whole pytest process, and a new machine's CI builds
+    three Kubernetes versions beside it (an unreachable host took 35 s there); what this
+    guards against is a wait for the stack's readiness timeout, minutes."""
     (where / "test_one.py").write_text(NEVER)
     started = time.monotonic()
     done = pytest_session([str(where / "test_one.py"), f"--stack={stack}",
@@ -140,7 +143,7 @@ def infra_in_seconds(where: Path, stack: str, manifest: Path, env: dict[str, str
     assert done.returncode != 0 and "1 infra" in out.strip().splitlines()[-1], out[-3000:]
     assert expected in out, out[-3000:]
     assert "must not run" not in out
-    assert took < 30, f"the preflight took {took:.0f}s"
+    assert took < 60, f"the preflight took {took:.0f}s"
 
 
 def compose_exec(project: str, service: str, *argv: str) -> subprocess.CompletedProcess[str]:

@@ -43,7 +43,10 @@ def test_upstream_stack_fails_fast_without_a_registry(tmp_path: Path) -> None:
     assert "image htcondor/mini:25.13.2-el9 is not available locally and no registry is " \
            "reachable" in out
     assert "Traceback" not in out
-    assert elapsed < 15, f"took {elapsed:.1f}s"
+    # Fast means not waiting on a pull that cannot happen (the session's 120 s and more): a
+    # whole pytest process, which a new machine's CI runs beside three Kubernetes builds
+    # (18.8 s there; 3 to 5 s idle).
+    assert elapsed < 45, f"took {elapsed:.1f}s"
 
 
 def _double_image() -> str:
