@@ -8,7 +8,7 @@
 # What stays is the Docker engine package itself (a new machine installs it in about a minute
 # with `scripts/setup.sh`) and the Debian/PyPI/npm/Go mirrors.
 #
-#   bash scripts/fresh-check.sh            # keeps the folder and its log for reading
+#   bash scripts/fresh-check.sh            # keeps the clone and its log for reading
 #   KEEP_IMAGES=1 bash scripts/fresh-check.sh   # empty caches, but the images stay
 #
 # It prints the wall time of .ci/run and, from its log, each stage's time.
@@ -40,6 +40,13 @@ rc=0
     bash .ci/run
 ) > "$work/ci.log" 2>&1 || rc=$?
 took=$((SECONDS - started))
+# The empty caches are full now (Go's module and build caches alone are 15-19 GB): two runs
+# kept filled this disk and the next `.ci/run` failed with "no space left on device". The
+# log and the clone stay for reading; KEEP_CACHES=1 keeps the caches too.
+if [ "${KEEP_CACHES:-0}" != "1" ]; then
+    chmod -R u+w "${work:?}/go" 2>/dev/null || true  # Go's module cache is read-only
+    rm -rf "${work:?}/home" "${work:?}/cache" "${work:?}/go-build" "${work:?}/go"
+fi
 
 echo "fresh-check: .ci/run exited $rc after $((took / 60)) min $((took % 60)) s"
 echo "fresh-check: per stage (from $work/ci.log):"
