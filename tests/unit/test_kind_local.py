@@ -470,8 +470,8 @@ def test_build_makes_the_images_and_starts_nothing(local_stack: Stack, ctx: RunC
 
 def test_the_controller_manager_runs_what_join_and_the_stacks_need() -> None:
     """kubeadm's own ``*,bootstrap-signer,token-cleaner`` is replaced by a list: what
-    ``kubeadm join`` waits for stays in it, and every name is one kube-controller-manager
-    knows (a misspelt one makes it exit at start)."""
+    ``kubeadm join`` and the CNI wait for stays in it, each once, all in the canonical
+    ``-controller`` form (whether 1.36 knows every name is proven by a real cluster only)."""
     image = kind_node_image.KindNodeImage("r", "v1.36.3", "v3.6.8", "v1.14.7")
     [patch] = yaml.safe_load(image.cluster_config(nodes=2))["kubeadmConfigPatchesJSON6902"]
     [controllers] = [op["value"]["value"] for op in yaml.safe_load(patch["patch"])
