@@ -9,20 +9,23 @@ directory, its stacks, why), not a value smuggled into an owner's start time: ev
 ``pytest-stacks down`` ends it. Run directories follow ``TMPDIR``; the records do not (this
 user's state folder, ``$XDG_STATE_HOME/pytest-stacks``): a reaper works from Docker's labels,
 which are machine-wide, so a run with another ``TMPDIR`` (another shell, a CI job beside this
-one) must see the same records or it reaps what was kept. Nothing here knows about stacks
-beyond their names.
+one) must see the same records or it reaps what was kept. The in-process doubles' files have
+folders of their own (``scratch_folder``), owned by the process that made them. Nothing here
+knows about stacks beyond their names.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import stat
 import tempfile
 from pathlib import Path
 from typing import Any
 
 from pytest_stacks.errors import StacksError
+from pytest_stacks.processes import owner_alive, process_start_time
 
 UP_FOLDER = "kept"  # run directories of `pytest-stacks up`
 MARKS_FOLDER = "kept-runs"  # one record per kept run, whatever kept it
@@ -34,7 +37,11 @@ def runs_root() -> Path:
     Run directories hold per-run credentials (IDTOKENs), so a shared /tmp must not let another
     user pre-create or read the folder.
     """
-    root = Path(tempfile.gettempdir()) / f"pytest-stacks-{os.getuid()}"
+    return _private(Path(tempfile.gettempdir()) / f"pytest-stacks-{os.getuid()}")
+
+
+def _private(root: Path) -> Path:
+    """``root``, made if missing: a 0700 directory of this user's and not a symlink."""
     root.mkdir(mode=0o700, exist_ok=True)
     info = os.lstat(root)
     if stat.S_ISLNK(info.st_mode) or not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid():
@@ -98,3 +105,30 @@ def kept_runs() -> dict[str, dict[str, Any]]:
         except (OSError, ValueError, KeyError, TypeError):
             found[path.stem] = {"run_dir": "", "stacks": [], "why": f"unreadable: {path}"}
     return found
+
+
+def scratch_folder(prefix: str) -> Path:
+    """A new private folder for one in-process double's files (its hosts' job directories and
+    spools), named after this process: a double removes its folder when it closes, and a later
+    run removes those of processes killed first (``reap_dead_scratch``)."""
+    pid = os.getpid()
+    return Path(tempfile.mkdtemp(prefix=f"{pid}.{process_start_time(pid)}.{prefix}.",
+                                 dir=_private(_scratch_root())))
+
+
+def _scratch_root() -> Path:
+    return Path(tempfile.gettempdir()) / f"pytest-stacks-{os.getuid()}-scratch"
+
+
+def reap_dead_scratch() -> list[Path]:
+    """Remove the scratch folders of processes that are gone; other names are left alone."""
+    root = _scratch_root()
+    if not root.exists():
+        return []
+    removed = []
+    for folder in _private(root).iterdir():
+        pid, _, rest = folder.name.partition(".")
+        if pid.isdigit() and not owner_alive(int(pid), rest.partition(".")[0]):
+            shutil.rmtree(folder, ignore_errors=True)
+            removed.append(folder)
+    return removed

@@ -37,8 +37,9 @@ def new_run_id() -> str:
 
 
 def reap_dead_run_dirs() -> list[Path]:
-    """Remove run directories (and the tokens in them) left by runs whose owner is dead."""
-    removed = []
+    """Remove run directories (and the tokens in them) left by runs whose owner is dead, and the
+    files of doubles whose process is dead."""
+    removed = places.reap_dead_scratch()
     kept = places.kept_runs()
     for folder in runs_root().iterdir():
         # Folders of runs from before owner.json existed, or whose start was cut short.

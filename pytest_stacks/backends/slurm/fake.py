@@ -16,13 +16,13 @@ import os
 import shutil
 import signal
 import subprocess
-import tempfile
 import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pytest_stacks import places
 from pytest_stacks.transports import CommandResult
 from pytest_stacks.versions import at_least
 
@@ -53,7 +53,7 @@ class FakeSlurmHost:
         self.version = version
         self.min_job_age = min_job_age
         self.slots = slots
-        self.root = Path(tempfile.mkdtemp(prefix="pytest-stacks-fake-slurm-"))
+        self.root = places.scratch_folder("fake-slurm")
         (self.root / "work/jobs").mkdir(parents=True)
         self._ids = itertools.count(1)
         self._jobs: dict[int, _Job] = {}

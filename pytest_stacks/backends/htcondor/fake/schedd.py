@@ -8,13 +8,13 @@ from __future__ import annotations
 import itertools
 import os
 import shutil
-import tempfile
 import threading
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from pytest_stacks import places
 from pytest_stacks.backends.htcondor.api import ScheddError, Submitted, parse_condor_version
 from pytest_stacks.backends.htcondor.fake import startd
 from pytest_stacks.backends.htcondor.fake.classad import ERROR, UNDEFINED, ClassAdSyntaxError, Expr
@@ -52,7 +52,7 @@ class FakeSchedd:
         self.slots = slots
         self.owner = owner
         self.uid_domain = uid_domain
-        self.root = Path(tempfile.mkdtemp(prefix="pytest-stacks-fake-htcondor-"))
+        self.root = places.scratch_folder("fake-htcondor")
         (self.root / "spool").mkdir()
         (self.root / "execute").mkdir()
         self._clusters = itertools.count(1)
