@@ -31,7 +31,7 @@ from pytest_stacks.errors import StacksError
 REPOSITORY = "docker.io/pytest-stacks"  # kubeadm's imageRepository for the node's images
 NODE_IMAGE = "pytest-stacks/kind-node"
 PAUSE_SOURCE = Path("..") / "k8s-node" / "pause"  # our pause program, shared with k8s-node
-RECIPE = "3"  # how the image is made here: a change rebuilds it
+RECIPE = "2"  # how the image is made here: a change rebuilds it
 PINS = ("K8S_VERSION", "ETCD_VERSION", "COREDNS_VERSION", "CRI_TOOLS_VERSION")
 IMPORT_SCRIPT = """set -eu
 containerd --config /etc/containerd/config.toml > /tmp/containerd.log 2>&1 &
@@ -275,8 +275,22 @@ def _build(folder: Path, p: dict[str, str], programs: dict[str, Path], image: Ki
                      components["coredns"], entrypoint="/coredns", timeout=timeout)
         static_image(work / "pause", programs["pause"] / "bin/pause", pause,
                      entrypoint="/pause", timeout=timeout)
-        _tools_image(work / "tools", [programs["node"] / "bin/kube-proxy", cp / "kubectl"],
-                     [tools, components["kube-proxy"]], base, timeout)
+        # kube-proxy runs iptables: Debian's, in an image that the node's CNI DaemonSet uses too.
+        tools_context = work / "tools"
+        tools_context.mkdir()
+        # The CNI DaemonSet reads the nodes' pod ranges (kubectl) and routes to them (ip).
+        shutil.copyfile(programs["node"] / "bin/kube-proxy", tools_context / "kube-proxy")
+        shutil.copyfile(cp / "kubectl", tools_context / "kubectl")
+        (tools_context / "Dockerfile").write_text(
+            "ARG BASE_IMAGE\nFROM ${BASE_IMAGE}\n"
+            "RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y "
+            "--no-install-recommends iptables nftables conntrack ipset kmod iproute2 && "
+            "rm -rf /var/lib/apt/lists/*\n"
+            "COPY kube-proxy kubectl /usr/local/bin/\n"
+            "RUN chmod 0755 /usr/local/bin/kube-proxy /usr/local/bin/kubectl\n")
+        _run(["build", "--force-rm", "-q", "-t", tools, "-t", components["kube-proxy"],
+              f"--build-arg=BASE_IMAGE={base}", str(tools_context)], timeout,
+             "building the kube-proxy/tools image")
         images_tar = work / "images.tar"
         _run(["save", "-o", str(images_tar), *components.values(), pause, tools,
               *image.preloaded], timeout, "saving the component and preloaded images")
@@ -304,23 +318,3 @@ def _build(folder: Path, p: dict[str, str], programs: dict[str, Path], image: Ki
         finally:
             dockerutil.run_cli(["rm", "-f", builder], timeout=60)
             dockerutil.run_cli(["rmi", layout], timeout=120)
-
-
-def _tools_image(context: Path, programs: list[Path], tags: list[str], base: str,
-                 timeout: float) -> None:
-    """kube-proxy runs iptables: Debian's, in an image that the node's CNI DaemonSet uses too
-    (it reads the nodes' pod ranges with kubectl and routes to them with ip)."""
-    context.mkdir()
-    for program in programs:
-        # Executable before COPY: a RUN chmod would store both programs twice (131 MB).
-        shutil.copyfile(program, context / program.name)
-        (context / program.name).chmod(0o755)
-    (context / "Dockerfile").write_text(
-        "ARG BASE_IMAGE\nFROM ${BASE_IMAGE}\n"
-        "RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y "
-        "--no-install-recommends iptables nftables conntrack ipset kmod iproute2 && "
-        "apt-get clean && rm -rf /var/lib/apt/lists/*\n"
-        f"COPY {' '.join(p.name for p in programs)} /usr/local/bin/\n")
-    _run(["build", "--force-rm", "-q", *(f"--tag={tag}" for tag in tags),
-          f"--build-arg=BASE_IMAGE={base}", str(context)], timeout,
-         "building the kube-proxy/tools image")
