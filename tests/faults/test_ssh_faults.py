@@ -81,6 +81,13 @@ def test_changed_host_key_is_refused_and_nothing_runs(backend, stack_info):
     # The login node gets new host keys, as a rebuilt or impersonated host would.
     _exec(stack_info, "login", "sh", "-c",
           "rm -f /etc/ssh/ssh_host_* && ssh-keygen -A >/dev/null && pkill -HUP -x sshd")
+    # sshd re-executes itself on SIGHUP and answers with the old keys until it has (seen once
+    # under load: the client connected first, and rightly ran the command).
+    served = _exec(stack_info, "login", "sh", "-c",
+                   "new=$(cut -d' ' -f2 /etc/ssh/ssh_host_ed25519_key.pub); for _ in $(seq 300);"
+                   " do ssh-keyscan -t ed25519 127.0.0.1 2>/dev/null | grep -qF $new && exit 0;"
+                   " sleep 0.1; done; exit 1")
+    assert served.returncode == 0, "sshd never served its new host key"
     fresh = ssh_access.transport(stack_info)  # a new connection, as after a dropped one
     with pytest.raises(HostKeyRefused) as refused:
         fresh.run(["touch", "/tmp/ran-despite-a-changed-host-key"])
