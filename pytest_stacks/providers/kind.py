@@ -36,6 +36,7 @@ from pytest_stacks.providers import (
     kind_docker,
     kind_failure,
     kind_node_image,
+    kind_nodes,
     kind_operator,
     kind_owners,
     preflight,
@@ -260,16 +261,15 @@ class KindProvider:
             raise InfrastructureError(stack.name, str(exc)) from None
 
     def _observed(self, stack: Stack, info: StackInfo, node: _Node) -> dict[str, str]:
-        """The versions the cluster reports: the nodes' kubelets and runtime (every kubelet
-        must be the built node image's pin; every node of ``kind.nodes`` Ready, which kind's
-        --wait does not wait for), and the running operator's own ``--version``."""
+        """The versions the cluster reports: every kubelet the built node image's pin, every
+        node of ``kind.nodes`` registered and Ready; the runtime; the operator's ``--version``."""
         assert stack.kind is not None
         kubectl = [info.private["kubectl"], "--kubeconfig", info.endpoints["kubeconfig"]]
+        kubelet = kind_nodes.registered_kubelets(
+            lambda argv: self._check(stack, argv, 60), kubectl,
+            stack.kind.nodes if node.kubernetes else 0, stack.name, stack.timeouts.ready)
         self._check(stack, [*kubectl, "wait", "--for=condition=Ready", "nodes", "--all",
                             f"--timeout={stack.timeouts.ready:.0f}s"], stack.timeouts.ready + 30)
-        kubelet = self._check(stack, [*kubectl, "get", "nodes", "-o",
-                                      "jsonpath={.items[*].status.nodeInfo.kubeletVersion}"],
-                              60).split()
         if node.kubernetes is not None and len(kubelet) != stack.kind.nodes:
             raise InfrastructureError(stack.name, f"the cluster has {len(kubelet)} node(s), "
                                       f"kind.nodes asks {stack.kind.nodes}")

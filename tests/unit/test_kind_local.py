@@ -17,7 +17,7 @@ import yaml
 from pytest_stacks import dockerutil
 from pytest_stacks.errors import InfrastructureError, ManifestError, StacksError
 from pytest_stacks.manifest import Stack, loads
-from pytest_stacks.providers import images, kind, kind_docker, kind_node_image
+from pytest_stacks.providers import images, kind, kind_docker, kind_node_image, kind_nodes
 from pytest_stacks.providers.base import RunContext
 
 REPO = Path(__file__).resolve().parents[2]
@@ -484,3 +484,25 @@ def test_the_controller_manager_runs_what_join_and_the_stacks_need() -> None:
                    "daemonset-controller", "root-ca-certificate-publisher-controller"):
         assert needed in names
     assert all(name.endswith("-controller") for name in names)
+
+
+def test_the_provider_waits_for_every_node_to_register_before_waiting_for_ready() -> None:
+    """kind returns once a worker's `kubeadm join` has; its Node appears a moment later, and
+    `kubectl wait --all` alone would pass on the control plane (seen in a loaded run)."""
+    answers = iter(["v1.36.3", "v1.36.3", "v1.36.3 v1.36.3"])
+    asked: list[list[str]] = []
+
+    def check(argv: Sequence[str]) -> str:
+        asked.append(list(argv))
+        return next(answers)
+
+    found = kind_nodes.registered_kubelets(check, ["kubectl"], 2, "kind-local", timeout=10)
+    assert found == ["v1.36.3", "v1.36.3"] and len(asked) == 3
+    assert asked[0] == ["kubectl", "get", "nodes", "-o", kind_nodes.KUBELET_VERSIONS]
+
+
+def test_a_node_that_never_registers_is_an_infrastructure_error_naming_the_counts() -> None:
+    with pytest.raises(InfrastructureError, match=r"registered 1 node\(s\) after 1 s; "
+                                                  r"kind.nodes asks 2"):
+        kind_nodes.registered_kubelets(lambda argv: "v1.36.3", ["kubectl"], 2, "kind-local",
+                                       timeout=1)
