@@ -99,14 +99,17 @@ def main() -> None:
                         help="remove the node and component images first (Go builds kept)")
     parser.add_argument("--jobs", type=int, default=5)
     parser.add_argument("--stack", default=STACK)
+    parser.add_argument("--warm-runs", type=int, default=1,
+                        help="bring-ups after the first, with the node image found (their "
+                             "median is printed)")
     args = parser.parse_args()
     stack = load(ROOT / "manifest.yaml").get(args.stack)
     if args.cold:
         remove_node_images()
     first = once(stack, args.jobs)
-    warm = once(stack, args.jobs)
+    warms = [once(stack, args.jobs) for _ in range(max(args.warm_runs, 1))]
     for label, r in ((("cold: node image rebuilt" if args.cold else "first run"), first),
-                     ("warm: node image found", warm)):
+                     *(("warm: node image found", warm) for warm in warms)):
         print(f"{args.stack} ({label}): node image {r['image_s']:.1f} s; bring-up (kind "
               f"create, image loads, operator, versions, probe) {r['up_s']:.1f} s; "
               f"teardown {r['down_s']:.1f} s")
@@ -118,8 +121,14 @@ def main() -> None:
         print(f"  submit -> Succeeded, median of {args.jobs}: pod {r['pods']:.2f} s, MPIJob "
               f"(2 workers) {r['mpi']:.2f} s")
         print(f"  node memory: docker stats {r['memory']}; {r['node_memory']}")
-    ratio = float(warm["first_mpi_s"]) / float(first["first_mpi_s"])  # type: ignore[arg-type]
-    print(f"ratio warm/first, nothing -> first MPIJob Succeeded: {ratio:.2f}")
+    # One bring-up on this 2-core VM moves by 5 s between runs (29.8 to 35.3 s on one
+    # afternoon, same code): the figure that stands is the median of the warm ones.
+    warm_s = [float(w["first_mpi_s"]) for w in warms]  # type: ignore[arg-type]
+    median = statistics.median(warm_s)
+    print(f"warm, median of {len(warm_s)}: nothing -> first MPIJob Succeeded {median:.1f} s "
+          f"(runs: {', '.join(f'{s:.1f}' for s in warm_s)})")
+    ratio = median / float(first["first_mpi_s"])  # type: ignore[arg-type]
+    print(f"ratio warm median/first, nothing -> first MPIJob Succeeded: {ratio:.2f}")
 
 
 if __name__ == "__main__":

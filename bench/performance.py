@@ -70,11 +70,12 @@ def kubernetes() -> list[Figure]:
 
 
 def kind() -> list[Figure]:
-    out = _run("kind.py", "--jobs", "3")
-    [first] = _find(r"first MPIJob \(mpirun, 2 ranks\) Succeeded: ([0-9.]+) s", out,
-                    "kind.py", index=1)  # the second run: node image found
-    return [Figure("`kind-1.36-local-mpi-0.8`: nothing -> first MPIJob Succeeded, warm "
-                   "(`bench/kind.py`)", "<= 35 s", f"{float(first):.0f} s", float(first) <= 35)]
+    out = _run("kind.py", "--jobs", "3", "--warm-runs", "3")
+    [first] = _find(r"warm, median of \d+: nothing -> first MPIJob Succeeded ([0-9.]+) s", out,
+                    "kind.py")
+    return [Figure("`kind-1.36-local-mpi-0.8`: nothing -> first MPIJob Succeeded, warm, median "
+                   "of three (`bench/kind.py`)", "<= 35 s", f"{float(first):.1f} s",
+                   float(first) <= 35)]
 
 
 def suites() -> list[Figure]:
