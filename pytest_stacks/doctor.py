@@ -22,7 +22,7 @@ from pytest_stacks.errors import StacksError
 from pytest_stacks.manifest import BaseImage, Manifest, Stack
 from pytest_stacks.polling import poll_until
 
-FixFn = Callable[[], None]
+FixFn = Callable[[], object]
 
 
 @dataclass
@@ -139,6 +139,24 @@ def _base_image_checks(needs_seed: Sequence[Stack]) -> list[Check]:
     return out
 
 
+def _disk_check(stacks: Sequence[Stack]) -> Check:
+    """Room on the engine's disk for the stacks asked about, all brought up at once (a disk
+    that fills half-way fails a bring-up as "no space left on device", naming no cause)."""
+    from pytest_stacks.providers import disk
+
+    root = disk.data_root()
+    if root is None:
+        return Check("disk space", True, "the engine is not local: its disk is not this one's")
+    need = sum(disk.need_gib(s) for s in stacks)
+    problem = disk.shortfall(stacks, root)
+    return Check("disk space", not problem,
+                 f"{disk.free_gib(root):.1f} GiB free on {root}, {need:.0f} GiB asked for by "
+                 f"{len(stacks)} stack(s) at once",
+                 "free some space; `pytest-stacks doctor --fix` removes superseded "
+                 "pytest-stacks node images, untagged images and the engine's build cache",
+                 disk.reclaim)
+
+
 def site_check(stack: Stack) -> Check:
     """An existing deployment's preflight alone (``pytest-stacks doctor NAME``): reachable,
     authenticated, versions in range, prerequisites present; it creates nothing."""
@@ -189,6 +207,8 @@ def checks(manifest: Manifest | None, stacks: Sequence[Stack] = ()) -> list[Chec
                          (lambda: _apt_install("debootstrap")) if debian_root else None))
     if engine and needs_seed:
         out.extend(_base_image_checks(needs_seed))
+    if engine and stacks:
+        out.append(_disk_check(stacks))
     if engine:
         from pytest_stacks.providers import images
 

@@ -117,7 +117,7 @@ class ComposeProvider:
 
     def preflight(self, stack: Stack, ctx: RunContext) -> None:
         """Everything that can refuse in seconds, before any seed, pull, Go or image build."""
-        preflight.engine()
+        preflight.engine(stack)
         preflight.compose()
         if stack.base_image is not None:
             preflight.base_obtainable(stack.base_image)

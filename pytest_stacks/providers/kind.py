@@ -92,7 +92,7 @@ class KindProvider:
         """Everything that can refuse in seconds (the engine, the node image present or
         pullable, a base to build one from, Go for kind itself), before any build."""
         assert stack.kind is not None
-        preflight.engine()
+        preflight.engine(stack)
         if stack.kind.node_image is not None:
             preflight.image_obtainable(stack.kind.node_image.reference)
         else:

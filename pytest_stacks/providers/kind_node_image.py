@@ -27,6 +27,7 @@ from pathlib import Path
 from pytest_stacks import cancellation, dockerutil, gobuild
 from pytest_stacks.backends.kubernetes import builds
 from pytest_stacks.errors import StacksError
+from pytest_stacks.providers import disk
 
 REPOSITORY = "docker.io/pytest-stacks"  # kubeadm's imageRepository for the node's images
 NODE_IMAGE = "pytest-stacks/kind-node"
@@ -255,6 +256,7 @@ def ensure_node_image(folder: Path, build_args: dict[str, str], base: str, *,
     with cancellation.file_lock(str(lock)):  # two sessions: one builds, the other waits
         if not dockerutil.image_exists(image.reference):
             _build(folder, p, programs, image, base, key, timeout)
+            disk.prune_node_images()  # each input change builds one: GBs that add up
     return image
 
 

@@ -15,13 +15,18 @@ from pathlib import Path
 
 from pytest_stacks import dockerutil, gobuild
 from pytest_stacks.errors import StacksError
-from pytest_stacks.manifest import BaseImage
-from pytest_stacks.providers import images
+from pytest_stacks.manifest import BaseImage, Stack
+from pytest_stacks.providers import disk, images
 
 
-def engine() -> None:
-    """A Docker engine answers (EngineUnavailable with the fix otherwise)."""
+def engine(stack: Stack | None = None) -> None:
+    """A Docker engine answers (EngineUnavailable with the fix otherwise); with ``stack``, its
+    disk has room for what a bring-up of that stack writes (a disk that fills half-way fails
+    as "no space left on device" in whatever step was writing, naming no cause)."""
     dockerutil.client()
+    problem = disk.shortfall([stack]) if stack is not None else ""
+    if problem:
+        raise StacksError(problem)
 
 
 def compose() -> None:

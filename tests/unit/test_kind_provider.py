@@ -256,7 +256,7 @@ def test_here_without_a_registry_it_refuses_before_building_anything(
     monkeypatch.setattr(gobuild, "ensure_built", lambda build, **_: slow.append(build.name))
     monkeypatch.setattr(images, "ensure_base_image", lambda base: slow.append(base.seed))
     monkeypatch.setattr(images, "seed_debian", lambda suite: slow.append(suite))
-    monkeypatch.setattr(preflight, "engine", lambda: None)  # the unit lane needs no engine
+    monkeypatch.setattr(preflight, "engine", lambda *_: None)  # the unit lane needs no engine
     monkeypatch.setattr(dockerutil, "image_exists", lambda reference: False)
     runner = Recorder()
     with pytest.raises(InfrastructureError) as caught:
@@ -270,7 +270,7 @@ def test_without_go_it_refuses_before_building_anything(
         kind_stack: Stack, ctx: RunContext, monkeypatch: pytest.MonkeyPatch) -> None:
     slow: list[str] = []
     monkeypatch.setattr(gobuild, "ensure_built", lambda build, **_: slow.append(build.name))
-    monkeypatch.setattr(preflight, "engine", lambda: None)
+    monkeypatch.setattr(preflight, "engine", lambda *_: None)
     monkeypatch.setattr(dockerutil, "image_exists", lambda reference: True)
     monkeypatch.setattr(gobuild, "go_binary", lambda: (_ for _ in ()).throw(
         gobuild.GoBuildError("the Go toolchain is not installed")))
