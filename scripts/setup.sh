@@ -39,7 +39,12 @@ bash scripts/install-chromium.sh
 bash scripts/install-allure.sh >/dev/null
 
 MAIN_STACK=${MAIN_STACK:-slurm-24.11}
-if .venv/bin/pytest-stacks doctor --fix --stack "$MAIN_STACK" --stack 'slurm-*' --stack 'htcondor-23*' --stack 'k8s-*'; then
+# doctor says what is missing and fixes what it can; the main job is a real stack wherever an
+# engine answers (the stack's own preflight then names anything else it lacks: a base image,
+# disk space), the fakes only where none can be had.
+.venv/bin/pytest-stacks doctor --fix --stack "$MAIN_STACK" --stack 'slurm-*' --stack 'htcondor-23*' \
+    --stack 'k8s-*' || true
+if docker info >/dev/null 2>&1; then
     echo "== main job: the contract suite against a real $MAIN_STACK"
     .venv/bin/python -m pytest tests/contract --stack="$MAIN_STACK" -q
 else
