@@ -52,8 +52,9 @@ sign_certificate() { # name subject extended-key-usage [extra extension line]
 # 127.0.0.1, the address it advertises, the service IP and the in-cluster names), the client
 # certificates of the admin, the controller manager and the scheduler, and the service-account
 # signing key pair. The caller signs what else it needs, then calls finish_pki.
-make_control_plane_pki() { # apiserver's advertise address
-    local advertised=$1 addresses=IP:127.0.0.1
+make_control_plane_pki() { # apiserver's advertise address [masters]
+    local advertised=$1 addresses=IP:127.0.0.1 group=""
+    [ "${2:-}" != masters ] || group=/O=system:masters
     [ "$advertised" = 127.0.0.1 ] || addresses+=",IP:$advertised"
     mkdir -p "$pki_dir"
     new_private_key "$pki_dir/ca.key"
@@ -63,8 +64,10 @@ make_control_plane_pki() { # apiserver's advertise address
     sign_certificate apiserver "/CN=kube-apiserver" serverAuth \
         "subjectAltName=$addresses,IP:10.0.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc"
     sign_certificate admin "/CN=kubernetes-admin/O=system:masters" clientAuth
-    sign_certificate kube-controller-manager "/CN=system:kube-controller-manager" clientAuth
-    sign_certificate kube-scheduler "/CN=system:kube-scheduler" clientAuth
+    # With "masters": both in system:masters, so a plane may start them before RBAC's
+    # bootstrap roles (their own among them) exist (stacks/k8s-controlplane says why).
+    sign_certificate kube-controller-manager "/CN=system:kube-controller-manager$group" clientAuth
+    sign_certificate kube-scheduler "/CN=system:kube-scheduler$group" clientAuth
     new_private_key "$pki_dir/sa.key"
     openssl pkey -in "$pki_dir/sa.key" -pubout -out "$pki_dir/sa.pub"
 }
@@ -149,10 +152,13 @@ start_restarting_component() { # name command...
 }
 
 # etcd for the control plane: plain HTTP on loopback, so it needs no certificate and can start
-# while the PKI is made.
+# while the PKI is made. A new member campaigns once its election timeout has passed (1 s by
+# default, measured: "no leader" for 1.0 s while the PKI was done after 0.1 s, and the API
+# server waited on it); one member on loopback has no peer to miss a heartbeat from, so a
+# tenth of etcd's defaults (heartbeat 10 ms, election 100 ms; etcd asks for 5x or more).
 start_etcd() {
     start_component etcd "$programs_dir/etcd/bin/etcd" --name=pytest-stacks \
-        --data-dir="$state_dir/etcd" \
+        --data-dir="$state_dir/etcd" --heartbeat-interval=10 --election-timeout=100 \
         --listen-client-urls=http://127.0.0.1:2379 --advertise-client-urls=http://127.0.0.1:2379 \
         --listen-peer-urls=http://127.0.0.1:2380 --initial-advertise-peer-urls=http://127.0.0.1:2380 \
         --initial-cluster=pytest-stacks=http://127.0.0.1:2380 --initial-cluster-state=new \
@@ -162,9 +168,9 @@ start_etcd() {
 wait_until_ok() { # what seconds command...: exits the entrypoint if the command never succeeds
     local what=$1 seconds=$2
     shift 2
-    for _ in $(seq 1 $((seconds * 5))); do
+    for _ in $(seq 1 $((seconds * 10))); do
         if "$@" > /dev/null 2>&1; then return 0; fi
-        sleep 0.2
+        sleep 0.1
     done
     say "$what did not come up in ${seconds}s" >&2
     exit 1
@@ -194,11 +200,16 @@ operator_manifest_without_deployment() { # file written
     fi
 }
 
-# True once the MPIJob CRD is Established (asked with curl: api.sh must be sourced).
-mpijob_crd_established() {
+# True once the MPIJob CRD is Established and the API serves MPIJobs (asked with curl: api.sh
+# must be sourced). The API refuses a new CRD's objects (429, Retry-After: 1 s) until their
+# storage is ready, a few tens of ms; the operator's client, refused at its first List, waited
+# that whole second before it asked again (seen: its lease 1.05 s after its start, the
+# readiness waiting on it). Asked here every 0.1 s, the operator's first List is answered.
+mpijobs_served() {
     [ "$(condition_true \
         "$(api_get /apis/apiextensions.k8s.io/v1/customresourcedefinitions/mpijobs.kubeflow.org)" \
-        Established)" = True ]
+        Established)" = True ] \
+        && api_get '/apis/kubeflow.org/v2beta1/mpijobs?limit=1' | grep -q '"kind":"MPIJobList"'
 }
 
 # A token of a service account from the TokenRequest API (curl, as api.sh asks; a kubectl

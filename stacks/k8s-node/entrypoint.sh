@@ -144,7 +144,7 @@ subjects:
 - {apiGroup: rbac.authorization.k8s.io, kind: User, name: "system:pytest-stacks:coredns"}
 RBAC
 } > "$log_dir/apply.log"
-wait_until_ok "the MPIJob CRD" 60 mpijob_crd_established
+wait_until_ok "the MPIJob API" 60 mpijobs_served
 operator_token=$(service_account_token mpi-operator mpi-operator 172800)
 [ -n "$operator_token" ] || { say "no token for the operator's service account" >&2; exit 1; }
 write_kubeconfig "$state_dir/operator.kubeconfig" mpi-operator "token=$operator_token"

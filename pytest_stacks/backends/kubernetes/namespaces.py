@@ -23,9 +23,12 @@ def ensure_namespace(api: KubeApi, namespace: str, run_id: str) -> None:
         except ApiError as exc:
             if exc.status != 409:
                 raise
+    # Asked every 0.1 s (a GET, milliseconds): on a plane that has just started, the account
+    # comes once the controller manager's account controller runs, and every bring-up's probe
+    # waits on it.
     try:
         poll_until(lambda: api.get("ServiceAccount", namespace, "default"),
-                   lambda account: account is not None, timeout=ACCOUNT_TIMEOUT, interval=0.5,
+                   lambda account: account is not None, timeout=ACCOUNT_TIMEOUT, interval=0.1,
                    first_interval=0.02,
                    on_timeout=lambda _: f"namespace {namespace} got no default ServiceAccount "
                                         f"in {ACCOUNT_TIMEOUT:.0f}s")
