@@ -242,6 +242,9 @@ def test_cluster_config_points_kubeadm_at_the_built_images() -> None:
     assert cluster["imageRepository"] == kind_node_image.REPOSITORY
     assert cluster["etcd"]["local"]["imageTag"] == "v3.6.8"
     assert cluster["etcd"]["local"]["dataDir"] == "/tmp/etcd"  # the node's tmpfs
+    # one member: it elects itself after 100 ms, not etcd's default 1 s
+    assert cluster["etcd"]["local"]["extraArgs"] == [
+        {"name": "heartbeat-interval", "value": "10"}, {"name": "election-timeout", "value": "100"}]
     assert cluster["encryptionAlgorithm"] == "ECDSA-P256"
     assert cluster["dns"]["imageTag"] == "v1.14.7"
     kubelet = next(p for p in patches if p["kind"] == "KubeletConfiguration")
