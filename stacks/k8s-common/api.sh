@@ -24,12 +24,26 @@ condition_true() { # object-json condition-type: True when that condition's stat
     grep -q "\"type\":\"$2\",\"status\":\"True\"" <<< "$1" && echo True || echo no
 }
 
+# Established 2 s ago or more (the condition's time is in whole seconds, as the API server
+# reads it; the container's clock is the server's): while a CRD's
+# Established condition is younger than that, the API server holds every create of its objects
+# for 2 s (apiextensions-apiserver's customresource_handler.go, for HA servers that may not have
+# seen the CRD yet), and the probe's MPIJob waited those 2 s out in one bring-up of three.
+settled() { # object-json: True when its Established condition is 2 s old or more
+    local since
+    since=$(grep -o '"type":"Established","status":"True","lastTransitionTime":"[^"]*"' <<< "$1" \
+        | cut -d'"' -f12)
+    [ -n "$since" ] && ((${EPOCHREALTIME/./} - $(date -d "$since" +%s)000000 >= 2000000)) \
+        && echo True || echo no
+}
+
 # shellcheck disable=SC2034  # readyz, crd and lease are read by the ready.sh that calls it
 operator_plane() { # sets readyz, crd and lease: what every plane with the operator must answer
+    local definition
     readyz=$(api_get /readyz)
-    crd=$(condition_true \
-        "$(api_get /apis/apiextensions.k8s.io/v1/customresourcedefinitions/mpijobs.kubeflow.org)" \
-        Established)
+    definition=$(api_get /apis/apiextensions.k8s.io/v1/customresourcedefinitions/mpijobs.kubeflow.org)
+    crd=$(condition_true "$definition" Established)
+    [ "$crd" != True ] || [ "$(settled "$definition")" = True ] || crd=settling
     lease=$(api_get /apis/coordination.k8s.io/v1/namespaces/mpi-operator/leases/mpi-operator \
         | grep -o '"holderIdentity":"[^"]*"' | cut -d'"' -f4)
 }

@@ -200,6 +200,21 @@ operator_manifest_without_deployment() { # file written
     fi
 }
 
+# The operator's CRD alone, created the moment the API serves (as YAML: the API takes it), so
+# that it is Established, and settled (api.sh's `settled`), by the time the plane is otherwise
+# ready: with the whole release, applied by kubectl (a Go program, its discovery on an API just
+# started), it was Established 1 s later. The release applied after it changes nothing of it.
+create_mpijob_crd() {
+    local release=$programs_dir/operator/files/mpi-operator.yaml pki=$pki_dir code
+    awk 'BEGIN { RS = "\n---\n"; ORS = "\n" } /(^|\n)kind: CustomResourceDefinition\n/' \
+        "$release" > "$state_dir/mpijob-crd.yaml"
+    code=$(curl -s -o /dev/null -w '%{http_code}' -A pytest-stacks --max-time 10 \
+        --cacert "$pki/ca.crt" --cert "$pki/admin.crt" --key "$pki/admin.key" -X POST \
+        -H 'Content-Type: application/yaml' --data-binary "@$state_dir/mpijob-crd.yaml" \
+        "$api_url/apis/apiextensions.k8s.io/v1/customresourcedefinitions")
+    [ "$code" = 201 ] || [ "$code" = 409 ]
+}
+
 # True once the MPIJob CRD is Established and the API serves MPIJobs (asked with curl: api.sh
 # must be sourced). The API refuses a new CRD's objects (429, Retry-After: 1 s) until their
 # storage is ready, a few tens of ms; the operator's client, refused at its first List, waited
