@@ -133,6 +133,9 @@ ETCD_DATA_DIR = "/tmp/etcd"
 # member on loopback has no peer to miss a heartbeat from, so a tenth of etcd's defaults (the
 # kwok plane's API server waited 1.0 s on "no leader" with them).
 ETCD_HEARTBEAT_MS, ETCD_ELECTION_MS = 10, 100
+ETCD_EXTRA_ARGS = ("      extraArgs:\n"
+                   f'      - {{name: heartbeat-interval, value: "{ETCD_HEARTBEAT_MS}"}}\n'
+                   f'      - {{name: election-timeout, value: "{ETCD_ELECTION_MS}"}}')
 # kubeadm's every key and certificate: RSA-2048 made its `certs` phase 1.3 s of `kubeadm
 # init` here (ECDSA: 0.05 s), for a run's throwaway PKI.
 KEY_ALGORITHM = "ECDSA-P256"
@@ -149,8 +152,7 @@ def cluster_config(image: KindNodeImage, nodes: int = 1) -> str:
     The controller manager and the scheduler run without leader election (one control plane),
     so they start work when the API lets them, not at their next lease retry; the bootstrap
     signer is what ``kubeadm join`` waits for (JSON patches: kind's merge of an ``extraArgs``
-    list drops the scheduler's). See :data:`CONTROLLERS`, :data:`ETCD_DATA_DIR`,
-    :data:`ETCD_ELECTION_MS` and :data:`KEY_ALGORITHM`."""
+    list drops the scheduler's). See :data:`CONTROLLERS`, :data:`ETCD_DATA_DIR`, ``ETCD_*``."""
     if not 1 <= nodes <= 4:
         raise StacksError(f"kind.nodes={nodes}: a cluster here has 1 to 4 nodes")
     workers = "".join("- role: worker\n" for _ in range(nodes - 1))
@@ -175,9 +177,7 @@ nodes:
       imageRepository: {REPOSITORY}
       imageTag: {image.etcd}
       dataDir: {ETCD_DATA_DIR}
-      extraArgs:
-      - {{name: heartbeat-interval, value: "{ETCD_HEARTBEAT_MS}"}}
-      - {{name: election-timeout, value: "{ETCD_ELECTION_MS}"}}
+{ETCD_EXTRA_ARGS}
   dns:
     imageRepository: {REPOSITORY}
     imageTag: {image.coredns}

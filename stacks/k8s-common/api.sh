@@ -41,7 +41,8 @@ settled() { # object-json: True when its Established condition is 2 s old or mor
 operator_plane() { # sets readyz, crd and lease: what every plane with the operator must answer
     local definition
     readyz=$(api_get /readyz)
-    definition=$(api_get /apis/apiextensions.k8s.io/v1/customresourcedefinitions/mpijobs.kubeflow.org)
+    definition=$(api_get \
+        /apis/apiextensions.k8s.io/v1/customresourcedefinitions/mpijobs.kubeflow.org)
     crd=$(condition_true "$definition" Established)
     [ "$crd" != True ] || [ "$(settled "$definition")" = True ] || crd=settling
     lease=$(api_get /apis/coordination.k8s.io/v1/namespaces/mpi-operator/leases/mpi-operator \

@@ -59,13 +59,15 @@ start_component kwok "$programs_dir/kwok/bin/kwok" --kubeconfig="$state_dir/admi
 # another at start); neither looks up the API's authentication configmap (their own ports
 # serve /healthz alone). A test plane's choice, as kwokctl's: the controllers' own RBAC is
 # not what this stack proves (the kind and node stacks keep it).
+#
 # The controllers a batch test plane's objects meet, not all ~50: they start one after another,
 # and with '*' the service account controller, which every new namespace waits on for its
-# `default` account, started 4.9 s after the manager (seen on 1.36). These keep what the stacks prove: ownership and
-# garbage collection, Jobs (the MPIJob's launcher) and their TTL, namespaces and their
-# accounts, the root CA a pod's projected volume names, the workers' Service endpoints, and
-# the aggregated roles of the operator's release RBAC, and the node lifecycle (the API server
-# taints a new node not-ready; this controller lifts the taint once the node says Ready).
+# `default` account, started 4.9 s after the manager (seen on 1.36). These keep what the
+# stacks prove: ownership and garbage collection, Jobs (the MPIJob's launcher) and their TTL,
+# namespaces and their accounts, the root CA a pod's projected volume names, the workers'
+# Service endpoints, the aggregated roles of the operator's release RBAC, and the node
+# lifecycle (the API server taints a new node not-ready; this controller lifts the taint once
+# the node says Ready).
 controllers=serviceaccount-controller,serviceaccount-token-controller
 controllers+=,root-ca-certificate-publisher-controller,garbage-collector-controller
 controllers+=,namespace-controller,job-controller,ttl-after-finished-controller

@@ -1,6 +1,7 @@
 #!/bin/bash
 # Readiness from the components' own answers, one line: every check must say yes.
-# apiserver /readyz, the MPIJob CRD Established, the operator's lease held, the kwok node Ready.
+# apiserver /readyz, the MPIJob CRD Established (2 s ago or more: api.sh says why), the
+# operator's lease held, the kwok node Ready.
 # The API is asked with curl (stacks/k8s-common/api.sh, mounted by compose.yaml).
 set -u
 state_dir=/var/lib/k8s
