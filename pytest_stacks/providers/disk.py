@@ -127,10 +127,12 @@ def reclaim(echo: Callable[[str], None] = print) -> float:
     freed, as the engine counts them."""
     api = dockerutil.client()
     freed = 0
-    cache = api.api.prune_builds() or {}
-    freed += int(cache.get("SpaceReclaimed") or 0)
-    dangling = api.images.prune(filters={"dangling": True}) or {}
-    freed += int(dangling.get("SpaceReclaimed") or 0)
+    for what, prune in (("the build cache", api.api.prune_builds),
+                        ("untagged images", lambda: api.images.prune(filters={"dangling": True}))):
+        try:  # one refusal (an engine without the endpoint) leaves the others to do
+            freed += int((prune() or {}).get("SpaceReclaimed") or 0)
+        except Exception as exc:
+            echo(f"  could not remove {what}: {exc}")
     before = {i.id: i.size for i in _images()}
     removed = prune_node_images()
     after = {i.id for i in _images()}
