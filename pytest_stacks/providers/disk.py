@@ -52,6 +52,8 @@ def data_root() -> Path | None:
         root = dockerutil.client().info().get("DockerRootDir") or "/var/lib/docker"
     except Exception:
         return None
+    if not isinstance(root, str):
+        return None  # not an engine's answer
     path = Path(root)
     while not path.exists() and path != path.parent:
         path = path.parent  # a rootless engine's root may not be readable: its parent is
