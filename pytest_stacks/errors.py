@@ -65,3 +65,11 @@ class Problem:
 
     def __str__(self) -> str:
         return f"{self.stack}: {self.text}" if self.stack else self.text
+
+
+def said(exc: BaseException) -> str:
+    """An exception as a person reads it: our own errors by their message; anything else by its
+    type too, since a bare ``'PYTEST_CURRENT_TEST'`` (a KeyError's text) says nothing."""
+    if isinstance(exc, StacksError):
+        return str(exc)
+    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__

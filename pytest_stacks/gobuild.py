@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pytest_stacks import cancellation, progress
+from pytest_stacks import cancellation, environ, progress
 from pytest_stacks.errors import StacksError
 
 GO_CANDIDATES = ("/usr/local/go/bin/go",)
@@ -244,7 +244,7 @@ NICE = ("nice", "-n", "10")
 
 def command_environment() -> dict[str, str]:
     """What every ``go`` command here runs with (a pure static build, no VCS stamping)."""
-    env = {**os.environ, "GOFLAGS": "-buildvcs=false", "CGO_ENABLED": "0"}
+    env = environ.snapshot({"GOFLAGS": "-buildvcs=false", "CGO_ENABLED": "0"})
     env.setdefault("GOGC", COMPILER_GOGC)
     return env
 

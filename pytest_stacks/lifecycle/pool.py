@@ -21,7 +21,7 @@ from collections.abc import Collection, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 
 from pytest_stacks import cancellation, places, progress
-from pytest_stacks.errors import InfrastructureError, Problem
+from pytest_stacks.errors import InfrastructureError, Problem, said
 from pytest_stacks.lifecycle.rundir import RunDirectory, StackRecord
 from pytest_stacks.lifecycle.stack_run import StackRun
 from pytest_stacks.manifest import Stack
@@ -145,7 +145,7 @@ class StackPool:
                 self._early_problems[name] = future.result()
             except Exception as exc:
                 self._early_problems[name] = [Problem(name, "teardown",
-                                                      f"teardown not proven: {exc}")]
+                                                      f"teardown not proven: {said(exc)}")]
         if self._release_executor is not None:
             self._release_executor.shutdown(wait=True)
             self._release_executor = None

@@ -13,7 +13,7 @@ import dataclasses
 import time
 
 from pytest_stacks import progress
-from pytest_stacks.errors import InfrastructureError, Problem
+from pytest_stacks.errors import InfrastructureError, Problem, said
 from pytest_stacks.lifecycle.probe import functional_probe
 from pytest_stacks.lifecycle.rundir import StackFiles, StackRecord
 from pytest_stacks.manifest import Stack
@@ -150,7 +150,8 @@ class StackRun:
         try:
             self.provider.down(self.stack, record.info, self.ctx)
         except Exception as exc:
-            problems.append(Problem(self.stack.name, "teardown", f"teardown not proven: {exc}"))
+            problems.append(Problem(self.stack.name, "teardown",
+                                    f"teardown not proven: {said(exc)}"))
         else:
             self.files.forget()
         return problems
@@ -191,5 +192,6 @@ def _as_infrastructure_error(stack: Stack, exc: Exception,
             logs = attached.logs()
         except Exception as log_exc:  # logs are best effort; the cause matters more
             logs = f"(could not read logs: {log_exc})"
-    message = exc.message if isinstance(exc, InfrastructureError) else f"bring-up failed: {exc}"
+    message = (exc.message if isinstance(exc, InfrastructureError)
+               else f"bring-up failed: {said(exc)}")
     return InfrastructureError(stack.name, message, logs)

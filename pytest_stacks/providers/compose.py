@@ -13,7 +13,6 @@ labels to networks and volumes. The docker SDK does the rest (find, exec, copy, 
 from __future__ import annotations
 
 import dataclasses
-import os
 import re
 import socket
 import time
@@ -23,7 +22,7 @@ from typing import Any
 
 import yaml
 
-from pytest_stacks import dockerutil, progress, registry
+from pytest_stacks import dockerutil, environ, progress, registry
 from pytest_stacks.errors import BackendCallError, InfrastructureError, StacksError
 from pytest_stacks.gobuild import GoModuleBuild
 from pytest_stacks.manifest import Stack
@@ -113,7 +112,7 @@ class ComposeProvider:
         return cmd
 
     def _env(self, info: StackInfo) -> dict[str, str]:
-        return {**os.environ, **info.env}
+        return environ.snapshot(info.env)
 
     def preflight(self, stack: Stack, ctx: RunContext) -> None:
         """Everything that can refuse in seconds, before any seed, pull, Go or image build."""
