@@ -45,6 +45,10 @@ def client() -> Any:
             import docker
 
             api = docker.from_env(timeout=120)
+            # No proxy or netrc lookup per request: the engine is a local socket, and the
+            # lookup walks os.environ, which pytest changes between test phases while a
+            # bring-up or teardown thread is in a request (a KeyError for nothing).
+            api.api.trust_env = False
             api.ping()
         except Exception as exc:
             raise EngineUnavailable(f"no Docker engine is reachable ({exc}); {ENGINE_FIX}") \

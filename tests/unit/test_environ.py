@@ -1,4 +1,5 @@
-"""The environment copy that a stack's teardown makes on a worker thread."""
+"""What worker threads (bring-ups, early teardowns) read of the process environment, which
+pytest changes between test phases; and how an unexpected error from them is said."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from pytest_stacks import environ
+from pytest_stacks import dockerutil, environ
 from pytest_stacks.errors import StacksError, said
 
 
@@ -50,3 +51,18 @@ def test_an_unexpected_error_is_said_with_its_type() -> None:
     assert said(KeyError("PYTEST_CURRENT_TEST")) == "KeyError: 'PYTEST_CURRENT_TEST'"
     assert said(StacksError("the engine is gone")) == "the engine is gone"
     assert said(RuntimeError()) == "RuntimeError"
+
+
+def test_the_engine_client_does_not_walk_the_environment_per_request(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """requests' proxy lookup iterates os.environ.items() on every call, from bring-up threads."""
+    import docker
+    import requests
+
+    session = requests.Session()
+    assert session.trust_env  # what the SDK would keep
+    engine = SimpleNamespace(api=session, ping=lambda: True)
+    monkeypatch.setattr(docker, "from_env", lambda **_: engine)
+    monkeypatch.setattr(dockerutil, "_CLIENT", None)
+    assert dockerutil.client() is engine
+    assert session.trust_env is False
