@@ -14,6 +14,7 @@ import contextlib
 import json
 import os
 import select
+import signal
 import subprocess
 import time
 from collections.abc import Callable
@@ -39,7 +40,7 @@ class _Browser:
                  "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
                  f"--user-data-dir={profile}", "--remote-debugging-pipe", "about:blank"],
                 pass_fds=(commands_in, answers_out), stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL, stderr=stderr)
+                stdout=subprocess.DEVNULL, stderr=stderr, start_new_session=True)
         os.close(commands_in)
         os.close(answers_out)
         self._buffer = b""
@@ -56,15 +57,15 @@ class _Browser:
                      + b"\0")
         try:
             self._proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            self._proc.kill()
+        except subprocess.TimeoutExpired:  # its renderers too: they share its process group
+            os.killpg(self._proc.pid, signal.SIGKILL)
             self._proc.wait()
         os.close(self._commands)
         os.close(self._answers)
 
     def call(self, method: str, params: dict[str, Any], session: str | None = None,
              timeout: float = 60) -> dict[str, Any]:
-        """Send one command, return its result; events in between are skipped."""
+        """Send one command, return its result; events that arrive first go to ``events``."""
         self._next_id += 1
         message: dict[str, Any] = {"id": self._next_id, "method": method, "params": params}
         if session is not None:
