@@ -1,12 +1,12 @@
 """A page as headless Chromium shows it once its scripts have drawn what a test waits for.
 
 ``--dump-dom`` with a virtual-time budget dumps the page when the budget runs out, whatever its
-scripts have drawn by then: on a new machine's CI (two cores, the Go builds beside) the Allure
-report's tree was missing from three dumps in a row, budgets of 15, 30 and 60 s. Here Chromium
-is driven over its DevTools pipe (``--remote-debugging-pipe``: JSON messages ended by a NUL
-byte, commands on its fd 3, answers on its fd 4) and the page's DOM is read twice a second, in
-real time, until it holds what the test waits for or the time is up.
-"""
+scripts have drawn by then, and says nothing of why (on a new machine's CI the Allure report's
+tree was missing from three dumps in a row: test_allure_report.py says why). Here Chromium is
+driven over its DevTools pipe (``--remote-debugging-pipe``: JSON messages ended by a NUL byte,
+commands on its fd 3, answers on its fd 4): the page's DOM is read twice a second, in real
+time, until it holds what the test waits for or the time is up, and the console's errors come
+back with it."""
 
 from __future__ import annotations
 
