@@ -187,9 +187,9 @@ def test_the_allure2_report_reads_categories_json_from_the_results(
 # after its 3.5 MB app script; the app asks for its data as soon as it starts, and where that
 # object is not there yet it fetches widgets/*.json instead, which a file:// page may not (CORS):
 # the tree stays empty. Under 8 busy loops on 2 cores 3 renders in 10 drew it, 10 in 10 with
-# this; a fast machine parses the inline script first. The page's own script keeps an object it finds
-# (`window.allureReportData = window.allureReportData || {}`) and the app then waits for its
-# `allureReportDataReady`, so defining it first only takes the race away.
+# this; a fast machine parses the inline script first. The page's own script keeps an object
+# it finds (`window.allureReportData = window.allureReportData || {}`) and the app then waits
+# for its `allureReportDataReady`, so defining it first only takes the race away.
 SINGLE_FILE_DATA_FIRST = "window.allureReportData = window.allureReportData || {};"
 
 
