@@ -32,11 +32,9 @@ def test_the_dom_is_read_once_the_page_drew_it(tmp_path: Path, late_page: str) -
 
 
 def test_a_page_that_never_draws_is_returned_as_it_is(tmp_path: Path, late_page: str) -> None:
-    started = time.monotonic()
     dom = rendered_dom(_chromium(), late_page, tmp_path / "profile", lambda h: "never" in h,
                        timeout=1).dom
     assert dom.startswith("<html") and "drawn</p>" not in dom  # 1 s: before the script ran
-    assert time.monotonic() - started < 30
 
 
 def test_a_script_runs_before_the_page_and_the_console_is_kept(tmp_path: Path,
