@@ -10,7 +10,7 @@ import pytest
 
 from pytest_stacks import registry
 from pytest_stacks.manifest import PROVIDERS, Manifest, Stack
-from pytest_stacks.plugin.state import item_stack, state
+from pytest_stacks.plugin.state import OWN_DESELECTION, item_stack, state
 from pytest_stacks.selection import (
     missing_capabilities,
     parse_specifier,
@@ -117,6 +117,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         else:
             kept.append(item)
     if other_backend:
+        for item in other_backend:
+            item.stash[OWN_DESELECTION] = True
         config.hook.pytest_deselected(items=other_backend)
         items[:] = kept
     for item in items:

@@ -28,7 +28,14 @@ from pytest_stacks.ci.lanes import build_inputs
 from pytest_stacks.ci.scope import ENDED_EARLY, Scope, normalised_path
 from pytest_stacks.errors import StacksError
 from pytest_stacks.manifest import Stack
-from pytest_stacks.plugin.state import PROP_INFRA, PROP_STACK, State, choice_setting, setting
+from pytest_stacks.plugin.state import (
+    PROP_INFRA,
+    PROP_STACK,
+    State,
+    choice_setting,
+    setting,
+    state,
+)
 from pytest_stacks.providers import driver_note
 from pytest_stacks.verdicts.results import (
     CapabilityResult,
@@ -51,7 +58,17 @@ CI_LANE_ENV = "PYTEST_STACKS_CI_LANE"
 #: Narrowing options a plan cannot name (pytest's dest, the flag as users type it).
 _OTHER_NARROWING = (("deselect", "--deselect"), ("ignore", "--ignore"),
                     ("ignore_glob", "--ignore-glob"), ("lf", "--last-failed"),
-                    ("stepwise", "--stepwise"), ("maxfail", "--maxfail"))
+                    ("stepwise", "--stepwise"), ("maxfail", "--maxfail"),
+                    # These change which configuration, conftests and files pytest reads.
+                    ("inifilename", "-c"), ("rootdir", "--rootdir"),
+                    ("confcutdir", "--confcutdir"), ("noconftest", "--noconftest"),
+                    ("pyargs", "--pyargs"),
+                    ("continue_on_collection_errors", "--continue-on-collection-errors"))
+#: The ini keys that decide what pytest collects: ``-o`` (or PYTEST_ADDOPTS) overriding one
+#: narrows the suite as surely as a path does, and no plan can name it.
+_COLLECTION_INI = ("testpaths", "python_files", "python_classes", "python_functions",
+                   "norecursedirs", "collect_imported_tests", "confcutdir",
+                   "consider_namespace_packages", "pythonpath", "addopts")
 
 
 @dataclass
@@ -108,7 +125,14 @@ def run_scope(config: pytest.Config) -> Scope:
     if config.args_source == pytest.Config.ArgsSource.ARGS:
         paths = tuple(_relative(config.rootpath, config.invocation_params.dir, a)
                       for a in config.args)
-    other = []
+    elif config.args_source == pytest.Config.ArgsSource.INVOCATION_DIR:
+        # ``cd tests/contract && pytest``: pytest collects the directory it was started in,
+        # not the ini's testpaths, so that directory is what the run selected.
+        here = _relative(config.rootpath, config.invocation_params.dir, ".")
+        if here != "." or config.getini("testpaths"):
+            paths = (here,)
+    other = [f"-o {o}" for o in config.getoption("override_ini", None) or ()
+             if o.partition("=")[0].strip() in _COLLECTION_INI]
     for dest, flag in _OTHER_NARROWING:
         value = config.getoption(dest, None)
         if not value:
@@ -131,6 +155,9 @@ def partial_reasons(config: pytest.Config, exit_status: int) -> list[str]:
     reasons = [f"-k {scope.keyword!r}"] if scope.keyword else []
     reasons += [f"-m {scope.markexpr!r}"] if scope.markexpr else []
     reasons += list(scope.other)
+    deselected = state(config).deselected
+    if deselected and not scope.narrowed_by_options:
+        reasons.append(f"{deselected} test(s) deselected by a plugin or conftest")
     if scope.paths:
         whole = {_relative(config.rootpath, config.rootpath, str(p))
                  for p in config.getini("testpaths")}
@@ -256,7 +283,9 @@ def results(config: pytest.Config, current: State, outcomes: Outcomes, exit_stat
                   finished=datetime.now(UTC).isoformat(), manifest=str(current.manifest.path),
                   partial=bool(reasons), partial_reasons=tuple(reasons),
                   scope=run_scope(config), pytest_exit=int(exit_status),
-                  pytest_stacks_version=version)
+                  pytest_stacks_version=version,
+                  collected=tuple(sorted(current.collected or ())),
+                  deselected=current.deselected)
     return ResultsDoc(source, run, tuple(stack_result(current, s, outcomes)
                                          for s in current.selected))
 

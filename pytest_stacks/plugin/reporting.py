@@ -15,6 +15,7 @@ from pytest_stacks.manifest import Stack
 from pytest_stacks.plugin import outcomes
 from pytest_stacks.plugin.fixtures import HANDLES
 from pytest_stacks.plugin.state import (
+    OWN_DESELECTION,
     PROP_INFRA,
     PROP_STACK,
     State,
@@ -136,12 +137,55 @@ class Tracker:
         if report.when == "call" and report.outcome in ("passed", "failed"):
             self._state.ran[name] += 1
 
+    def pytest_deselected(self, items: list[pytest.Item]) -> None:
+        self._state.deselected += sum(1 for i in items if not i.stash.get(OWN_DESELECTION, False))
+
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        self._state.collected = [item.nodeid for item in session.items]
+
+    @pytest.hookimpl(optionalhook=True)  # an xdist hook: pytest-xdist may not be installed
+    def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
+        if self._state.collected is None:  # every worker collects the same tests
+            self._state.collected = list(ids)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: Any, error: Any) -> None:
+        """A worker's deselections, which only it saw (it collected, the controller did not)."""
+        output = getattr(node, "workeroutput", None) or {}
+        self._state.deselected = max(self._state.deselected,
+                                     int(output.get(WORKER_DESELECTED, 0)))
+
+
+#: What a worker tells the controller it deselected (xdist's ``workeroutput``).
+WORKER_DESELECTED = "pytest_stacks_deselected"
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection(session: pytest.Session) -> None:
+    """A run that is about to collect and run tests first takes away the results file a
+    previous run left: a run that then ends early (Ctrl-C, a crash, a collection error) must
+    never leave that older file standing as if it were its own."""
+    current = state(session.config)
+    if not current.owner or current.pool is None or session.config.getoption("collectonly"):
+        return
+    current.collecting = True
+    target = outcomes.results_path(session.config)
+    if target is not None:
+        try:
+            target.unlink(missing_ok=True)
+        except OSError as exc:
+            current.closing_problems.append(Problem(
+                None, "results", f"cannot remove the previous results file {target}: {exc}"))
+
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     current = state(session.config)
     if current.pool is None:
         return
     if not current.owner:
+        workeroutput = getattr(session.config, "workeroutput", None)
+        if workeroutput is not None:
+            workeroutput[WORKER_DESELECTED] = current.deselected
         current.pool.release()
         return
     selected = {s.name: s for s in current.selected}
@@ -155,24 +199,34 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     current.notes += [Problem(name, "kept", line, failing=False) for name, line in kept.items()]
     if not current.closing_problems and not kept:
         current.pool.run_dir.remove()
-    if exitstatus in (pytest.ExitCode.INTERRUPTED, pytest.ExitCode.USAGE_ERROR,
-                      pytest.ExitCode.INTERNAL_ERROR) or session.config.getoption("collectonly"):
-        return  # nothing was meant to run
+    if not current.collecting or exitstatus == pytest.ExitCode.USAGE_ERROR:
+        return  # nothing was meant to run (--collect-only, --fixtures, a usage error)
+    if exitstatus in (pytest.ExitCode.INTERRUPTED, pytest.ExitCode.INTERNAL_ERROR):
+        # Ended early: its results say so (the report refuses them as a cell), and no older
+        # file stands in their place.
+        _write_results(session, current)
+        return
     current.closing_problems.extend(_nothing_ran(current))
     if _judged(current):
         _judge_capabilities(session.config, current)
     if current.closing_problems or current.infra:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
-    if _judged(current) and current.outcomes is not None:
-        target = outcomes.results_path(session.config)
-        document = outcomes.results(session.config, current, current.outcomes,
-                                    session.exitstatus, str(target or "<results>"))
-        path, problem = outcomes.write(session.config, document)
-        if problem:
-            current.closing_problems.append(Problem(None, "results", problem))
-            session.exitstatus = pytest.ExitCode.TESTS_FAILED
-        elif path is not None:
-            current.notes.append(Problem(None, "results", f"results: {path}", failing=False))
+    if _judged(current):
+        _write_results(session, current)
+
+
+def _write_results(session: pytest.Session, current: State) -> None:
+    if current.outcomes is None:
+        return
+    target = outcomes.results_path(session.config)
+    document = outcomes.results(session.config, current, current.outcomes,
+                                session.exitstatus, str(target or "<results>"))
+    path, problem = outcomes.write(session.config, document)
+    if problem:
+        current.closing_problems.append(Problem(None, "results", problem))
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+    elif path is not None:
+        current.notes.append(Problem(None, "results", f"results: {path}", failing=False))
 
 
 KEEP_POLICIES = ("never", "on-failure")

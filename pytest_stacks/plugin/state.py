@@ -34,12 +34,22 @@ class State:
     notes: list[Problem] = field(default_factory=list)  # said in the summary, not failing
     previous_sigterm: Any = None
     outcomes: Outcomes | None = None  # on the run's owner
+    #: The node ids this run collected, after deselection (None: it never collected).
+    collected: list[str] | None = None
+    #: Tests deselected by anything but the plugin's own backend filter (-k, -m, --deselect,
+    #: --lf, a conftest or another plugin); under xdist, what the workers reported.
+    deselected: int = 0
+    #: The run reached collection: its results are written, also when it ends early.
+    collecting: bool = False
 
     def problems_of(self, stack: str) -> list[Problem]:
         return [p for p in self.closing_problems if p.stack == stack]
 
 
 STATE = pytest.StashKey[State]()
+#: Set on the items the plugin itself deselects (a test about another backend): not a
+#: narrowing of the suite, so not counted in :attr:`State.deselected`.
+OWN_DESELECTION = pytest.StashKey[bool]()
 
 
 def state(config: pytest.Config) -> State:

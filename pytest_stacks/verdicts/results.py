@@ -162,6 +162,11 @@ class RunInfo:
     scope: Scope
     pytest_exit: int
     pytest_stacks_version: str
+    #: The node ids the run collected after deselection, sorted: what a plan's suite is
+    #: checked against (a narrowing no option names still shows as missing ids).
+    collected: tuple[str, ...] = ()
+    #: Tests deselected by anything but the plugin's own backend filter.
+    deselected: int = 0
 
 
 @dataclass(frozen=True)
@@ -405,7 +410,8 @@ def parse(data: Mapping[str, Any], source: str) -> ResultsDoc:
                     run["finished"], run["manifest"], run["partial"],
                     tuple(run["partial_reasons"]), Scope.from_json(run["scope"]),
                     int(run["pytest_exit"]),
-                    run["pytest_stacks_version"]),
+                    run["pytest_stacks_version"], tuple(run["collected"]),
+                    int(run["deselected"])),
         stacks=tuple(_stack(s) for s in data["stacks"]))
 
 
@@ -440,7 +446,8 @@ def to_json(doc: ResultsDoc) -> dict[str, Any]:
                 "started": run.started, "finished": run.finished, "manifest": run.manifest,
                 "partial": run.partial, "partial_reasons": list(run.partial_reasons),
                 "scope": run.scope.to_json(), "pytest_exit": run.pytest_exit,
-                "pytest_stacks_version": run.pytest_stacks_version},
+                "pytest_stacks_version": run.pytest_stacks_version,
+                "collected": list(run.collected), "deselected": run.deselected},
         "stacks": [_stack_json(s) for s in doc.stacks],
     }
 
