@@ -151,7 +151,9 @@ def document(*stacks: dict[str, Any], lane: str = "pinned", ci_lane: str | None 
                     "finished": "2025-06-01T10:05:00+00:00", "manifest": "manifest.yaml",
                     "partial": bool(partial), "partial_reasons": list(partial),
                     "scope": (scope or Scope()).to_json(), "pytest_exit": exit_code,
-                    "pytest_stacks_version": "0.1.0"},
+                    "pytest_stacks_version": "0.1.0",
+                    "collected": sorted({t["nodeid"] for s in stacks for t in s["tests"]}),
+                    "deselected": 0},
             "stacks": list(stacks)}
 
 
