@@ -23,6 +23,8 @@ from typing import Any
 from pytest_stacks.errors import StacksError
 
 ENDED_EARLY = "the run ended early"
+#: How a partial reason ends when a plugin or conftest deselected tests: no plan names that.
+DESELECTED_BY_PLUGIN = "deselected by a plugin or conftest"
 
 
 class ScopeError(StacksError):
@@ -119,6 +121,10 @@ def merge_problem(ran: Scope, partial_reasons: Sequence[str], plan_text: str | N
     early = [r for r in partial_reasons if r.startswith(ENDED_EARLY)]
     if early:
         return f"{early[0]}: its tests did not all run, whatever was planned"
+    unplanned = [r for r in partial_reasons if r.endswith(DESELECTED_BY_PLUGIN)]
+    if unplanned:
+        return (f"{unplanned[0]}: no plan names such a narrowing (run the planned tests "
+                f"without it)")
     if plan_text:
         try:
             plan = planned(plan_text)

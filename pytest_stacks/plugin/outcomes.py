@@ -25,7 +25,7 @@ from typing import Any, Literal, cast
 import pytest
 
 from pytest_stacks.ci.lanes import build_inputs
-from pytest_stacks.ci.scope import ENDED_EARLY, Scope, normalised_path
+from pytest_stacks.ci.scope import DESELECTED_BY_PLUGIN, ENDED_EARLY, Scope, normalised_path
 from pytest_stacks.errors import StacksError
 from pytest_stacks.manifest import Stack
 from pytest_stacks.plugin.state import (
@@ -157,7 +157,7 @@ def partial_reasons(config: pytest.Config, exit_status: int) -> list[str]:
     reasons += list(scope.other)
     deselected = state(config).deselected
     if deselected and not scope.narrowed_by_options:
-        reasons.append(f"{deselected} test(s) deselected by a plugin or conftest")
+        reasons.append(f"{deselected} test(s) {DESELECTED_BY_PLUGIN}")
     if scope.paths:
         whole = {_relative(config.rootpath, config.rootpath, str(p))
                  for p in config.getini("testpaths")}

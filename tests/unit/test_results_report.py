@@ -831,6 +831,9 @@ def test_a_run_of_exactly_the_planned_tests_stands_in_the_table(
      "tests/backend"),
     (Scope(paths=("tests/contract", "tests/backend")), ("the run ended early (exit 2)",),
      "the run ended early (exit 2): its tests did not all run, whatever was planned"),
+    (Scope(paths=("tests/contract", "tests/backend")),
+     ("only tests/backend tests/contract", "3 test(s) deselected by a plugin or conftest"),
+     "3 test(s) deselected by a plugin or conftest: no plan names such a narrowing"),
 ])
 def test_a_selection_the_plan_did_not_name_is_refused_naming_job_and_selection(
         manifest: Manifest, write: Callable[..., Path], ran: Scope, reasons: tuple[str, ...],
