@@ -204,7 +204,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if exitstatus in (pytest.ExitCode.INTERRUPTED, pytest.ExitCode.INTERNAL_ERROR):
         # Ended early: its results say so (the report refuses them as a cell), and no older
         # file stands in their place.
-        _write_results(session, current)
+        if _judged(current):
+            _write_results(session, current)
         return
     current.closing_problems.extend(_nothing_ran(current))
     if _judged(current):
