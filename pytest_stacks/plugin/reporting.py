@@ -201,8 +201,8 @@ def _judged(current: State) -> bool:
 
 
 def _judge_capabilities(config: pytest.Config, current: State) -> None:
-    """Unproven capabilities fail a whole run (or any run with --stack-unproven=fail); a
-    partial run only reports them."""
+    """Unproven capabilities are reported (the default, warn); under --stack-unproven=auto
+    they fail a whole run and a partial run only reports them; under fail they always fail."""
     assert current.manifest is not None
     if current.outcomes is None:
         return
@@ -217,11 +217,13 @@ def _judge_capabilities(config: pytest.Config, current: State) -> None:
             found = Problem(stack.name, "unproven", line, failing=failing)
             (current.closing_problems if failing else current.notes).append(found)
     if not failing and any(n.kind == "unproven" for n in current.notes):
-        why = ("--stack-unproven=warn" if policy == "warn"
-               else "a partial run (" + "; ".join(reasons) + ")")
-        current.notes.append(Problem(
-            None, "unproven", f"unproven capabilities are not failing this run: {why}; the "
-            f"whole suite fails on them", failing=False))
+        if policy == "warn":
+            text = ("unproven capabilities are not failing this run: --stack-unproven=warn "
+                    "(the default); --stack-unproven=fail fails on them")
+        else:
+            text = ("unproven capabilities are not failing this run: a partial run ("
+                    + "; ".join(reasons) + "); the whole suite fails on them")
+        current.notes.append(Problem(None, "unproven", text, failing=False))
 
 
 def _nothing_ran(current: State) -> list[Problem]:
@@ -254,6 +256,9 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int,
         tr.write_line(str(note), yellow=note.kind == "unproven")
     for problem in current.closing_problems:
         tr.write_line(f"FAIL-CLOSED: {problem}", red=True, bold=True)
+    if current.closing_problems:
+        # The closing line ("5 passed, 1 fail-closed in 0.3s") says why the run failed.
+        tr.stats.setdefault("fail-closed", []).extend(current.closing_problems)
 
 
 def _infra_section(tr: Any) -> None:
