@@ -13,6 +13,7 @@ from pytest_stacks.errors import INFRA_PREFIX, InfrastructureError, Problem
 from pytest_stacks.lifecycle import StackRecord
 from pytest_stacks.manifest import Stack
 from pytest_stacks.plugin import outcomes
+from pytest_stacks.plugin.bringup import only_looking
 from pytest_stacks.plugin.fixtures import HANDLES
 from pytest_stacks.plugin.state import (
     PROP_INFRA,
@@ -143,6 +144,12 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         return
     if not current.owner:
         current.pool.release()
+        return
+    if only_looking(session.config) and not current.pool.records():
+        # --co, --fixtures: nothing was brought up, so nothing to tear down or judge, and the
+        # last real run's results file stays as it is.
+        current.pool.release()
+        current.pool.run_dir.remove()
         return
     selected = {s.name: s for s in current.selected}
     with signals.deferred():

@@ -55,3 +55,19 @@ def test_asking_for_every_capability_fails_and_the_closing_line_says_why(
     assert result.ret == pytest.ExitCode.TESTS_FAILED, result.stdout.str()
     result.stdout.fnmatch_lines(["*FAIL-CLOSED: fake-slurm: * unproven*",
                                  "*2 passed, * fail-closed in *"])
+
+
+@pytest.mark.parametrize("looking", ["--fixtures", "--co"])
+def test_only_looking_keeps_the_results_file_and_tears_nothing_down(
+        user_project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, looking: str) -> None:
+    """--fixtures and --co run no test: the last run's results file stays, and a real stack
+    that was never brought up has no teardown to fail (here with no Docker engine to ask)."""
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{user_project.path}/no-docker.sock")
+    results = user_project.path / ".pytest-stacks" / "results.json"
+    results.parent.mkdir()
+    results.write_text('{"earlier": true}\n')
+    result = user_project.runpytest(looking, "--stack=fake-slurm", "--stack=slurm-24.11")
+    out = result.stdout.str()
+    assert result.ret == pytest.ExitCode.OK, out
+    assert "FAIL-CLOSED" not in out
+    assert results.read_text() == '{"earlier": true}\n'
