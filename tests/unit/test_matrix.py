@@ -486,3 +486,13 @@ def test_cli_matrix_site_lane_empty_is_said_not_a_crash(make, capsys) -> None:
     assert code == 3, captured.err
     assert "site lane is empty (no real stack lists 'site' in its lanes)" in captured.err
     assert "KeyError" not in captured.err and captured.out == ""
+
+
+def test_cli_version(capsys) -> None:
+    """Issue 50: the CLI had no --version."""
+    from importlib import metadata
+
+    with pytest.raises(SystemExit) as exit_:
+        _cli(["--version"])
+    assert exit_.value.code == 0
+    assert capsys.readouterr().out == f"pytest-stacks {metadata.version('pytest-stacks')}\n"
