@@ -176,9 +176,8 @@ def matrix(manifest: Manifest, lane: str, tests: str = "",
     """``{"include": rows}``; raises :class:`EmptyLaneError` for an empty lane."""
     rows = lane_rows(manifest, lane, tests, host)
     if not rows:
-        why = {"canary": "no stack declares a 'canary:' block",
-               "pr": "no real stack lists 'pr' in its lanes",
-               "full": "no real stack lists 'full' in its lanes"}[lane]
+        why = ("no stack declares a 'canary:' block" if lane == "canary" else
+               f"no real stack lists '{lane}' in its lanes")
         if host is not None and lane_stacks(manifest, lane):
             why = f"this host offers only {', '.join(sorted(host)) or 'nothing'} of what its " \
                   f"stacks require"

@@ -27,6 +27,10 @@ EXIT_CODES: tuple[tuple[type[BaseException], int], ...] = (
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="pytest-stacks", description=__doc__)
+    from importlib import metadata
+
+    parser.add_argument("--version", action="version",
+                        version=f"pytest-stacks {metadata.version('pytest-stacks')}")
     parser.add_argument("--manifest", default=None, metavar="PATH",
                         help="manifest path (default: ./manifest.yaml if it is a pytest-stacks "
                              "manifest, else the stack catalogue shipped with pytest-stacks)")

@@ -79,9 +79,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                          "run different stacks at once (pays when there are at least as many "
                          "stacks as workers).")
     group.addoption("--stack-unproven", choices=outcomes.UNPROVEN_POLICIES, default=None,
-                    help="A declared capability no passing test required: 'auto' (default) "
-                         "fails a whole-suite run and only reports it in a partial one (-k, "
-                         "-m, a file or node id); 'fail' always fails; 'warn' never does.")
+                    help="A declared capability no passing test required: 'warn' (default) "
+                         "reports it in the summary and never fails; 'auto' fails a "
+                         "whole-suite run and only reports it in a partial one (-k, -m, a "
+                         "file or node id); 'fail' always fails. Default: the "
+                         "'stacks_unproven' ini option, else warn.")
     group.addoption("--stack-results", default=None, metavar="PATH",
                     help="Where the run's results file (JSON, schema pytest-stacks/results v1) "
                          f"goes (default: the 'stacks_results' ini option, else "
@@ -97,7 +99,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                          "on; 'at-end': every stack stays up until the run ends. Default: the "
                          "'stacks_release' ini option, else early.")
     parser.addini("stacks_release", "early or at-end (--stack-release).", default="")
-    parser.addini("stacks_unproven", "auto, fail or warn (--stack-unproven).", default="")
+    parser.addini("stacks_unproven", "warn, auto or fail (--stack-unproven).", default="")
     parser.addini("stacks_keep", "never or on-failure (--stack-keep).", default="")
     parser.addini("stacks_results", "Path of the results file (--stack-results).", default="")
     parser.addini("stacks_parallel", "How many stacks come up at once (--stack-parallel).",

@@ -43,7 +43,7 @@ def parallel_setting(config: pytest.Config) -> int:
     return value
 
 
-def _only_looking(config: pytest.Config) -> bool:
+def only_looking(config: pytest.Config) -> bool:
     """Runs that collect but never run a test must not start anything."""
     return bool(config.getoption("collectonly") or config.getoption("showfixtures", False)
                 or config.getoption("show_fixtures_per_test", False))
@@ -72,7 +72,7 @@ class BringUp:
     @pytest.hookimpl(trylast=True)
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         pool = self._state.pool
-        if pool is None or _only_looking(session.config):
+        if pool is None or only_looking(session.config):
             return
         writer = _terminal_lines(session.config)
         if writer is not None and any(not s.is_fake for s in self._state.selected):

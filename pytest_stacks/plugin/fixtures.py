@@ -51,10 +51,13 @@ def stack(request: pytest.FixtureRequest) -> Stack:
     """The stack a test runs on (tests using it are parametrised over the selected stacks)."""
     current = request.config.stash.get(STATE, None)
     if current is None or current.manifest is None:
-        raise pytest.UsageError(
-            f"pytest-stacks: {request.node.name} uses the 'stack' fixture but no manifest is "
-            f"configured. Set the 'stacks_manifest' ini option (e.g. stacks_manifest = "
-            f"manifest.yaml) or pass --stack-manifest PATH.")
+        # Once for the run, not a traceback per test: every other stack test would say the same.
+        pytest.exit(
+            f"pytest-stacks: {request.node.name} uses the 'stack' fixture but pytest-stacks is "
+            f"not on for this project: pick stacks with --stack NAME (e.g. --stack fake-slurm; "
+            f"`pytest --stacks` lists them), or set the 'stacks_manifest' ini option (e.g. "
+            f"stacks_manifest = manifest.yaml) or pass --stack-manifest PATH.",
+            returncode=int(pytest.ExitCode.USAGE_ERROR))
     param = getattr(request, "param", None)
     if not isinstance(param, Stack):
         raise pytest.UsageError("pytest-stacks: no stack selected for this test")

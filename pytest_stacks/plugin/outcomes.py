@@ -2,9 +2,11 @@
 
 A stack promises its capabilities in the manifest; skipping tests where a capability is missing
 is only half of dispatch. The other half is here: a capability the stack declares on which no
-test requiring it passed is *unproven*, and a whole run fails on it (a promise with no
-evidence). A run that picked some tests (``-k``, a file, a node id) cannot prove everything,
-so there unproven capabilities are reported, not failed, unless ``--stack-unproven=fail``.
+test requiring it passed is *unproven*. By default (``warn``) that is reported, one line per
+capability in the summary, and the run passes when its tests pass: a user's own suite need not
+prove every capability the catalogue promises. ``--stack-unproven=auto`` (this project's own
+suite sets it in its ini) fails a whole run on it and only reports it in a run that picked some
+tests (``-k``, a file, a node id); ``--stack-unproven=fail`` always fails.
 Either way the run's scope is recorded exactly as selected (:mod:`pytest_stacks.ci.scope`):
 the policy decides whether this run fails, never what the results file says was run.
 
@@ -180,7 +182,7 @@ def _relative(root: Path, base: Path, arg: str) -> str:
     return normalised_path(shown) + sep + rest
 
 
-UNPROVEN_POLICIES = ("auto", "fail", "warn")
+UNPROVEN_POLICIES = ("warn", "auto", "fail")  # the first is the default
 
 
 def unproven_policy(config: pytest.Config) -> str:

@@ -13,6 +13,7 @@ from pytest_stacks.errors import INFRA_PREFIX, InfrastructureError, Problem
 from pytest_stacks.lifecycle import StackRecord
 from pytest_stacks.manifest import Stack
 from pytest_stacks.plugin import outcomes
+from pytest_stacks.plugin.bringup import only_looking
 from pytest_stacks.plugin.fixtures import HANDLES
 from pytest_stacks.plugin.state import (
     OWN_DESELECTION,
@@ -188,6 +189,12 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
             workeroutput[WORKER_DESELECTED] = current.deselected
         current.pool.release()
         return
+    if only_looking(session.config) and not current.pool.records():
+        # --co, --fixtures: nothing was brought up, so nothing to tear down or judge, and the
+        # last real run's results file stays as it is.
+        current.pool.release()
+        current.pool.run_dir.remove()
+        return
     selected = {s.name: s for s in current.selected}
     with signals.deferred():
         current.pool.settle()  # stacks ended early are finished before anything is read
@@ -256,8 +263,8 @@ def _judged(current: State) -> bool:
 
 
 def _judge_capabilities(config: pytest.Config, current: State) -> None:
-    """Unproven capabilities fail a whole run (or any run with --stack-unproven=fail); a
-    partial run only reports them."""
+    """Unproven capabilities are reported (the default, warn); under --stack-unproven=auto
+    they fail a whole run and a partial run only reports them; under fail they always fail."""
     assert current.manifest is not None
     if current.outcomes is None:
         return
@@ -272,11 +279,13 @@ def _judge_capabilities(config: pytest.Config, current: State) -> None:
             found = Problem(stack.name, "unproven", line, failing=failing)
             (current.closing_problems if failing else current.notes).append(found)
     if not failing and any(n.kind == "unproven" for n in current.notes):
-        why = ("--stack-unproven=warn" if policy == "warn"
-               else "a partial run (" + "; ".join(reasons) + ")")
-        current.notes.append(Problem(
-            None, "unproven", f"unproven capabilities are not failing this run: {why}; the "
-            f"whole suite fails on them", failing=False))
+        if policy == "warn":
+            text = ("unproven capabilities are not failing this run: --stack-unproven=warn "
+                    "(the default); --stack-unproven=fail fails on them")
+        else:
+            text = ("unproven capabilities are not failing this run: a partial run ("
+                    + "; ".join(reasons) + "); the whole suite fails on them")
+        current.notes.append(Problem(None, "unproven", text, failing=False))
 
 
 def _nothing_ran(current: State) -> list[Problem]:
@@ -309,6 +318,9 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int,
         tr.write_line(str(note), yellow=note.kind == "unproven")
     for problem in current.closing_problems:
         tr.write_line(f"FAIL-CLOSED: {problem}", red=True, bold=True)
+    if current.closing_problems:
+        # The closing line ("5 passed, 1 fail-closed in 0.3s") says why the run failed.
+        tr.stats.setdefault("fail-closed", []).extend(current.closing_problems)
 
 
 def _infra_section(tr: Any) -> None:

@@ -351,10 +351,14 @@ def test_a_project_with_a_manifest_gets_the_hooks(project: pytest.Pytester) -> N
 def test_a_stack_test_without_a_manifest_is_an_error_not_a_pass(
         pytester: pytest.Pytester) -> None:
     pytester.makeini("[pytest]\n")
-    pytester.makepyfile(test_needs_stack="def test_meta(stack):\n    pass\n")
-    result = pytester.runpytest()
-    result.assert_outcomes(errors=1)
-    result.stdout.fnmatch_lines(["*uses the 'stack' fixture but no manifest is configured*"])
+    pytester.makepyfile(test_needs_stack="".join(
+        f"def test_meta{i}(stack):\n    pass\n" for i in range(5)))
+    result = pytester.runpytest("-p", "no:randomly")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, result.stdout.str()
+    out = result.stdout.str() + result.stderr.str()
+    # Said once, with the way out, not a traceback per test.
+    assert out.count("uses the 'stack' fixture but pytest-stacks is not on") == 1, out
+    assert "--stack fake-slurm" in out and "Traceback" not in out
 
 
 K8S_MANIFEST = """

@@ -476,3 +476,23 @@ def test_loads_and_load_agree_on_pins(make) -> None:
     text = manifest.path.read_text()
     again = loads(text, manifest.path)
     assert matrix.manifest_pins(again, text) == matrix.manifest_pins(manifest)
+
+
+def test_cli_matrix_site_lane_empty_is_said_not_a_crash(make, capsys) -> None:
+    """Issue 50: ``matrix --lane site`` on a manifest with no site stack was KeyError: 'site'."""
+    manifest = make(standard_stacks())
+    code = _cli(["matrix", "--lane", "site", "--manifest", str(manifest.path)])
+    captured = capsys.readouterr()
+    assert code == 3, captured.err
+    assert "site lane is empty (no real stack lists 'site' in its lanes)" in captured.err
+    assert "KeyError" not in captured.err and captured.out == ""
+
+
+def test_cli_version(capsys) -> None:
+    """Issue 50: the CLI had no --version."""
+    from importlib import metadata
+
+    with pytest.raises(SystemExit) as exit_:
+        _cli(["--version"])
+    assert exit_.value.code == 0
+    assert capsys.readouterr().out == f"pytest-stacks {metadata.version('pytest-stacks')}\n"

@@ -1,0 +1,73 @@
+"""A new user's first hour (issue 50), as they see it: a project with no manifest of its own,
+only the catalogue that ships with pytest-stacks, and a small suite of its own tests.
+
+The README's first example is ``pytest --stack=fake-slurm``: it must pass when the user's tests
+pass. The catalogue's capabilities their suite does not prove are reported, not failed, unless
+they ask (``--stack-unproven=fail``), and then the closing line says why the run failed.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+pytest_plugins = ["pytester"]
+
+USER_TESTS = """
+from pytest_stacks.contract import JobSpec, JobState, submitted, wait_for
+
+def test_a_job_completes(backend):
+    [s] = wait_for(backend, submitted(backend.submit([JobSpec(script="true\\n")])), timeout=30)
+    assert s.state is JobState.COMPLETED
+
+def test_the_stack_is_slurm(stack):
+    assert stack.backend == "slurm"
+"""
+
+
+@pytest.fixture
+def user_project(pytester: pytest.Pytester) -> pytest.Pytester:
+    """No manifest, no ini option: what a new project has after ``pip install``."""
+    tests = pytester.mkdir("tests")
+    (tests / "test_mine.py").write_text(USER_TESTS)
+    return pytester
+
+
+def test_the_readme_example_passes_when_the_users_tests_pass(
+        user_project: pytest.Pytester) -> None:
+    result = user_project.runpytest("--stack=fake-slurm", "-p", "no:randomly")
+    out = result.stdout.str()
+    assert result.ret == pytest.ExitCode.OK, out
+    assert "2 passed" in out and "FAIL-CLOSED" not in out
+    # What the suite did not prove is reported, a line per capability and why it is no failure.
+    result.stdout.fnmatch_lines([
+        "fake-slurm: * unproven (0 tests required it)",
+        "unproven capabilities are not failing this run: --stack-unproven=warn (the default); "
+        "--stack-unproven=fail fails on them"])
+    doc = json.loads((user_project.path / ".pytest-stacks" / "results.json").read_text())
+    assert doc["stacks"][0]["verdict"] == "unproven"  # recorded as it is, whatever the policy
+
+
+def test_asking_for_every_capability_fails_and_the_closing_line_says_why(
+        user_project: pytest.Pytester) -> None:
+    result = user_project.runpytest("--stack=fake-slurm", "--stack-unproven=fail")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED, result.stdout.str()
+    result.stdout.fnmatch_lines(["*FAIL-CLOSED: fake-slurm: * unproven*",
+                                 "*2 passed, * fail-closed in *"])
+
+
+@pytest.mark.parametrize("looking", ["--fixtures", "--co"])
+def test_only_looking_keeps_the_results_file_and_tears_nothing_down(
+        user_project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, looking: str) -> None:
+    """--fixtures and --co run no test: the last run's results file stays, and a real stack
+    that was never brought up has no teardown to fail (here with no Docker engine to ask)."""
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{user_project.path}/no-docker.sock")
+    results = user_project.path / ".pytest-stacks" / "results.json"
+    results.parent.mkdir()
+    results.write_text('{"earlier": true}\n')
+    result = user_project.runpytest(looking, "--stack=fake-slurm", "--stack=slurm-24.11")
+    out = result.stdout.str()
+    assert result.ret == pytest.ExitCode.OK, out
+    assert "FAIL-CLOSED" not in out
+    assert results.read_text() == '{"earlier": true}\n'
