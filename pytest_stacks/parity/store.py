@@ -126,46 +126,50 @@ def read_parity_file(path: Path) -> ParityFile:
                             f"options")
             continue
         pairings[str(fake)] = Pairing(str(fake), entry["against"], dict(options))
-    declared: list[Declared] = []
-    for index, entry in enumerate(data.get("declared") or []):
-        keys = {"backend", "call", "fields", "reason", "values"}
-        if not isinstance(entry, dict) or not keys <= set(entry) or (
-                set(entry) - keys - {"step", "under", "against", "occurs"}):
-            problems.append(f"{path}: declared[{index}] needs backend, call, fields, values and "
-                            f"reason (and may name a step, the field all of its fields are "
-                            f"under, the stacks it is against, and occurs: sometimes)")
-            continue
-        if not str(entry["reason"]).strip():
-            problems.append(f"{path}: declared[{index}].reason is empty: say why the fake "
-                            f"differs on purpose")
-            continue
-        fields = entry["fields"]
-        if not isinstance(fields, list) or not fields or not all(
-                isinstance(f, str) and f for f in fields):
-            problems.append(f"{path}: declared[{index}].fields must be a list of field paths "
-                            f"('*' matches anything), as a difference names them")
-            continue
-        under = str(entry.get("under", ""))
-        values = _values(path, index, entry["values"], under, problems)
-        against = entry.get("against", [])
-        if not isinstance(against, list) or not all(isinstance(a, str) for a in against):
-            problems.append(f"{path}: declared[{index}].against must be a list of real "
-                            f"stacks' names")
-            continue
-        if entry.get("occurs", "always") not in ("always", "sometimes"):
-            problems.append(f"{path}: declared[{index}].occurs must be 'sometimes' (a race "
-                            f"recorded both ways) or left out")
-            continue
-        if values is None:
-            continue
-        declared.append(Declared(str(entry["backend"]), str(entry["call"]),
-                                 tuple(f"{under}.{f}" if under else f for f in fields),
-                                 str(entry["reason"]), str(entry.get("step", "*")),
-                                 values, tuple(against), entry.get("occurs") == "sometimes",
-                                 f"declared[{index}]"))
+    declared = [d for index, entry in enumerate(data.get("declared") or [])
+                if (d := _declared(path, index, entry, problems)) is not None]
     if problems:
         raise ManifestError(problems)
     return ParityFile(path, pairings, declared)
+
+
+def _declared(path: Path, index: int, entry: Any, problems: list[str]) -> Declared | None:
+    """One declared difference, or None with its problem added."""
+    keys = {"backend", "call", "fields", "reason", "values"}
+    if not isinstance(entry, dict) or not keys <= set(entry) or (
+            set(entry) - keys - {"step", "under", "against", "occurs"}):
+        problems.append(f"{path}: declared[{index}] needs backend, call, fields, values and "
+                        f"reason (and may name a step, the field all of its fields are "
+                        f"under, the stacks it is against, and occurs: sometimes)")
+        return None
+    if not str(entry["reason"]).strip():
+        problems.append(f"{path}: declared[{index}].reason is empty: say why the fake "
+                        f"differs on purpose")
+        return None
+    fields = entry["fields"]
+    if not isinstance(fields, list) or not fields or not all(
+            isinstance(f, str) and f for f in fields):
+        problems.append(f"{path}: declared[{index}].fields must be a list of field paths "
+                        f"('*' matches anything), as a difference names them")
+        return None
+    under = str(entry.get("under", ""))
+    values = _values(path, index, entry["values"], under, problems)
+    against = entry.get("against", [])
+    if not isinstance(against, list) or not all(isinstance(a, str) for a in against):
+        problems.append(f"{path}: declared[{index}].against must be a list of real "
+                        f"stacks' names")
+        return None
+    if entry.get("occurs", "always") not in ("always", "sometimes"):
+        problems.append(f"{path}: declared[{index}].occurs must be 'sometimes' (a race "
+                        f"recorded both ways) or left out")
+        return None
+    if values is None:
+        return None
+    return Declared(str(entry["backend"]), str(entry["call"]),
+                    tuple(f"{under}.{f}" if under else f for f in fields),
+                    str(entry["reason"]), str(entry.get("step", "*")),
+                    values, tuple(against), entry.get("occurs") == "sometimes",
+                    f"declared[{index}]")
 
 
 def _values(path: Path, index: int, raw: Any, under: str,
