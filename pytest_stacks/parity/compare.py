@@ -1,11 +1,9 @@
 """What a fake answered that its daemon did not, field by field, after normalisation.
 
-Only a declared difference (one place, the values on each side, a reason) is excused; an
-extra field, a missing one, a renamed state, another error text are each a difference, and so
-is a declared field whose values are not the declared ones. A step or a request that differs
-(the driver asked the fake something else, because an earlier answer differed) is one too.
-A declaration that excused nothing in a comparison it applies to is stale (see
-:attr:`Comparison.stale`), unless it says it occurs only sometimes (a race recorded both ways).
+Only a declared difference (one place, with a reason) is excused; an extra field, a missing
+one, a renamed state, another error text are each a difference. A step or a request that
+differs (the driver asked the fake something else, because an earlier answer differed) is
+one too.
 """
 
 from __future__ import annotations
@@ -18,59 +16,23 @@ from typing import Any
 
 from pytest_stacks.parity.fields import fields, label
 
-#: How an absent value is named in a declaration's values (and in a diff).
-ABSENT = "(absent)"
-
-
-@dataclasses.dataclass(frozen=True)
-class Values:
-    """What a declaration excuses under its fields: the daemon's value and the fake's, each a
-    pattern (``*`` a wildcard, ``(absent)`` no value at all; ``*`` never matches an absent
-    one); ``field``, when given, a pattern the difference's field must match as a whole."""
-
-    real: str
-    fake: str
-    field: str = ""
-
-    def match(self, field: str, real: str | None, fake: str | None) -> bool:
-        return ((not self.field or _matches(self.field, field))
-                and _value(self.real, real) and _value(self.fake, fake))
-
 
 @dataclasses.dataclass(frozen=True)
 class Declared:
     """A difference on purpose: ``call`` and each of ``fields`` are patterns where only ``*``
     is a wildcard (field paths hold brackets: ``response.stdout.json.jobs[*].account``); a
-    field pattern also covers everything under that field. Only a difference whose values
-    one of ``values`` names is excused (none: nothing is). ``against``: the real stacks whose
-    recordings it applies to (empty: all of the backend's); ``sometimes``: a race, recorded
-    both ways, so excusing nothing in one comparison is not stale."""
+    field pattern also covers everything under that field."""
 
     backend: str
     call: str
     fields: tuple[str, ...]
     reason: str
     step: str = "*"
-    values: tuple[Values, ...] = ()
-    against: tuple[str, ...] = ()
-    sometimes: bool = False
-    where: str = ""  # how the declarations file names it (``declared[3]``)
 
-    def applies(self, backend: str, against: str | None) -> bool:
-        return backend == self.backend and (
-            not self.against or against is None or against in self.against)
-
-    def excuses(self, backend: str, step: str, call: str, field: str,
-                real: str | None = None, fake: str | None = None) -> bool:
+    def excuses(self, backend: str, step: str, call: str, field: str) -> bool:
         return (backend == self.backend and _matches(self.step, step)
                 and _matches(self.call, call)
-                and any(_matches(f, field, below=True) for f in self.fields)
-                and any(v.match(field, real, fake) for v in self.values))
-
-    def render(self) -> str:
-        shown = f"{self.where}: " if self.where else ""
-        return (f"{shown}{self.backend}, step {self.step!r}, call {self.call!r}, "
-                f"fields {', '.join(self.fields[:3])}{'...' if len(self.fields) > 3 else ''}")
+                and any(_matches(f, field, below=True) for f in self.fields))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -91,9 +53,6 @@ class Difference:
 class Comparison:
     differences: list[Difference]
     excused: int
-    #: Declarations that apply to this comparison, excused nothing, and do not say they
-    #: occur only sometimes: what they describe no longer happens (remove or correct them).
-    stale: list[Declared] = dataclasses.field(default_factory=list)
 
     @property
     def same(self) -> bool:
@@ -111,25 +70,17 @@ class Comparison:
                      f"difference(s) excused, see the declarations file)")
         return "\n".join(lines)
 
-    def render_stale(self, title: str) -> str:
-        return "\n".join([title, *(f"  {d.render()}" for d in self.stale)])
-
 
 def compare(backend: str, real: Sequence[Mapping[str, Any]], fake: Sequence[Mapping[str, Any]],
-            declared: Sequence[Declared], against: str | None = None) -> Comparison:
-    """``real`` and ``fake`` are normalised steps (``{"name", "exchanges"}``), in order;
-    ``against`` the real stack ``real`` was recorded on (which declarations apply)."""
+            declared: Sequence[Declared]) -> Comparison:
+    """``real`` and ``fake`` are normalised steps (``{"name", "exchanges"}``), in order."""
     result = Comparison([], 0)
-    applying = [d for d in declared if d.applies(backend, against)]
-    used: set[int] = set()
 
     def note(step: str, call: str, field: str, r: str | None, f: str | None) -> None:
-        for index, d in enumerate(applying):
-            if d.excuses(backend, step, call, field, r, f):
-                used.add(index)
-                result.excused += 1
-                return
-        result.differences.append(Difference(step, call, field, r, f))
+        if any(d.excuses(backend, step, call, field) for d in declared):
+            result.excused += 1
+        else:
+            result.differences.append(Difference(step, call, field, r, f))
 
     for index in range(max(len(real), len(fake))):
         r_step = real[index] if index < len(real) else None
@@ -151,7 +102,6 @@ def compare(backend: str, real: Sequence[Mapping[str, Any]], fake: Sequence[Mapp
             for path in sorted(set(r_fields) | set(f_fields)):
                 if r_fields.get(path) != f_fields.get(path):
                     note(name, str(r_label), path, r_fields.get(path), f_fields.get(path))
-    result.stale = [d for i, d in enumerate(applying) if i not in used and not d.sometimes]
     return result
 
 
@@ -163,12 +113,6 @@ def _matches(pattern: str, text: str, *, below: bool = False) -> bool:
     """``pattern`` (``*`` a wildcard) matches ``text``; ``below``: or anything under it (a
     field names its whole subtree: ``...jobs[*].job_resources`` holds its nested fields)."""
     return _regex(pattern, below).fullmatch(text) is not None
-
-
-def _value(pattern: str, value: str | None) -> bool:
-    if value is None or pattern == ABSENT:
-        return value is None and pattern == ABSENT
-    return _matches(pattern, value)
 
 
 @functools.cache

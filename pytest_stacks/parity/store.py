@@ -12,10 +12,6 @@ The parity file (``tests/parity/parity.yaml`` in this repository)::
         call: "run: squeue --json*"
         under: "response.stdout.json.jobs[*]"   # optional: the fields below are under it
         fields: [account, job_resources]         # each covers everything under it
-        values:                                  # what is excused: the daemon's value and
-          - {real: "*", fake: "(absent)"}        # the fake's ('*' any, '(absent)' none)
-        against: [slurm-24.11]                   # optional: the recordings it applies to
-        occurs: sometimes                        # optional: a race, never reported stale
         reason: why the fake does not answer this as the daemon does
 """
 
@@ -31,7 +27,7 @@ from typing import Any
 import yaml
 
 from pytest_stacks.errors import ManifestError
-from pytest_stacks.parity.compare import Declared, Values
+from pytest_stacks.parity.compare import Declared
 from pytest_stacks.parity.normalise import Normaliser
 from pytest_stacks.parity.tap import Recorder
 
@@ -126,77 +122,31 @@ def read_parity_file(path: Path) -> ParityFile:
                             f"options")
             continue
         pairings[str(fake)] = Pairing(str(fake), entry["against"], dict(options))
-    declared = [d for index, entry in enumerate(data.get("declared") or [])
-                if (d := _declared(path, index, entry, problems)) is not None]
+    declared: list[Declared] = []
+    for index, entry in enumerate(data.get("declared") or []):
+        keys = {"backend", "call", "fields", "reason"}
+        if not isinstance(entry, dict) or not keys <= set(entry) or (
+                set(entry) - keys - {"step", "under"}):
+            problems.append(f"{path}: declared[{index}] needs backend, call, fields and reason "
+                            f"(and may name a step, and the field all of its fields are under)")
+            continue
+        if not str(entry["reason"]).strip():
+            problems.append(f"{path}: declared[{index}].reason is empty: say why the fake "
+                            f"differs on purpose")
+            continue
+        fields = entry["fields"]
+        if not isinstance(fields, list) or not fields or not all(
+                isinstance(f, str) and f for f in fields):
+            problems.append(f"{path}: declared[{index}].fields must be a list of field paths "
+                            f"('*' matches anything), as a difference names them")
+            continue
+        under = str(entry.get("under", ""))
+        declared.append(Declared(str(entry["backend"]), str(entry["call"]),
+                                 tuple(f"{under}.{f}" if under else f for f in fields),
+                                 str(entry["reason"]), str(entry.get("step", "*"))))
     if problems:
         raise ManifestError(problems)
     return ParityFile(path, pairings, declared)
-
-
-def _declared(path: Path, index: int, entry: Any, problems: list[str]) -> Declared | None:
-    """One declared difference, or None with its problem added."""
-    keys = {"backend", "call", "fields", "reason", "values"}
-    if not isinstance(entry, dict) or not keys <= set(entry) or (
-            set(entry) - keys - {"step", "under", "against", "occurs"}):
-        problems.append(f"{path}: declared[{index}] needs backend, call, fields, values and "
-                        f"reason (and may name a step, the field all of its fields are "
-                        f"under, the stacks it is against, and occurs: sometimes)")
-        return None
-    if not str(entry["reason"]).strip():
-        problems.append(f"{path}: declared[{index}].reason is empty: say why the fake "
-                        f"differs on purpose")
-        return None
-    fields = entry["fields"]
-    if not isinstance(fields, list) or not fields or not all(
-            isinstance(f, str) and f for f in fields):
-        problems.append(f"{path}: declared[{index}].fields must be a list of field paths "
-                        f"('*' matches anything), as a difference names them")
-        return None
-    under = str(entry.get("under", ""))
-    values = _values(path, index, entry["values"], under, problems)
-    against = entry.get("against", [])
-    if not isinstance(against, list) or not all(isinstance(a, str) for a in against):
-        problems.append(f"{path}: declared[{index}].against must be a list of real "
-                        f"stacks' names")
-        return None
-    if entry.get("occurs", "always") not in ("always", "sometimes"):
-        problems.append(f"{path}: declared[{index}].occurs must be 'sometimes' (a race "
-                        f"recorded both ways) or left out")
-        return None
-    if values is None:
-        return None
-    return Declared(str(entry["backend"]), str(entry["call"]),
-                    tuple(f"{under}.{f}" if under else f for f in fields),
-                    str(entry["reason"]), str(entry.get("step", "*")),
-                    values, tuple(against), entry.get("occurs") == "sometimes",
-                    f"declared[{index}]")
-
-
-def _values(path: Path, index: int, raw: Any, under: str,
-            problems: list[str]) -> tuple[Values, ...] | None:
-    """A declaration's values; each names the daemon's value or the fake's (not both ``*``:
-    that would excuse any value, which is what a declaration must not do)."""
-    where = f"{path}: declared[{index}].values"
-    if not isinstance(raw, list) or not raw:
-        problems.append(f"{where} must list what is excused, as {{real: VALUE, fake: VALUE}} "
-                        f"('*' any value, '(absent)' none)")
-        return None
-    out: list[Values] = []
-    for number, item in enumerate(raw):
-        if (not isinstance(item, dict) or not {"real", "fake"} <= set(item)
-                or set(item) - {"real", "fake", "field"}
-                or not all(isinstance(v, str) for v in item.values())):
-            problems.append(f"{where}[{number}] must be {{real: VALUE, fake: VALUE}} (and may "
-                            f"name the field it is for), each a string")
-            return None
-        if item["real"] == "*" and item["fake"] == "*":
-            problems.append(f"{where}[{number}] excuses any value on both sides: name the "
-                            f"daemon's value or the fake's ('(absent)' for none)")
-            return None
-        field = item.get("field", "")
-        out.append(Values(item["real"], item["fake"],
-                          f"{under}.{field}" if under and field else field))
-    return tuple(out)
 
 
 def _readable(value: Any, indent: str = "") -> str:

@@ -50,13 +50,7 @@ def _check(parity: ParityFile, fake: Stack, real: Recording, run_dir: Path) -> s
         return (f"{fake.name} claims daemon {answered.versions.get('daemon')}, but the "
                 f"recording of {real.stack} is of {real.versions.get('daemon')}: record it "
                 f"again, or move the fake's pin with the daemon's")
-    comparison = compare(fake.backend, real.steps, answered.steps, parity.declared,
-                         against=real.stack)
-    if comparison.stale and comparison.same:
-        return comparison.render_stale(
-            f"{fake.name} against {real.stack}: these declarations in {PARITY_FILE.name} "
-            f"excused nothing (stale): remove them, or say `occurs: sometimes` if the daemon "
-            f"answers either way:")
+    comparison = compare(fake.backend, real.steps, answered.steps, parity.declared)
     if comparison.same:
         return ""
     return comparison.render(

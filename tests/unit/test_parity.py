@@ -9,7 +9,7 @@ import pytest
 
 from pytest_stacks.errors import ManifestError
 from pytest_stacks.manifest import load
-from pytest_stacks.parity.compare import Declared, Values, compare
+from pytest_stacks.parity.compare import Declared, compare
 from pytest_stacks.parity.fields import fields, label
 from pytest_stacks.parity.normalise import Normaliser
 from pytest_stacks.parity.recording_run import NotTappable, record
@@ -114,7 +114,7 @@ def test_only_a_declared_difference_is_excused() -> None:
     real = [_step("s", "JobId=<job1> Partition=debug Account=x\n")]
     fake = [_step("s", "JobId=<job1>\n")]
     declared = [Declared("slurm", "run: squeue*", ("response.stdout.Partition",),
-                         "not modelled", values=(Values("*", "(absent)"),))]
+                         "not modelled")]
     result = compare("slurm", real, fake, declared)
     assert result.excused == 1
     assert [d.field for d in result.differences] == ["response.stdout.Account"]
@@ -122,11 +122,10 @@ def test_only_a_declared_difference_is_excused() -> None:
 
 
 def test_a_declared_field_covers_everything_under_it_and_nothing_beside_it() -> None:
-    declared = [Declared("slurm", "*", ("response.jobs[*].exit",), "r",
-                         values=(Values("*", "*"),))]
-    assert declared[0].excuses("slurm", "s", "c", "response.jobs[3].exit.signal.name", "1", "2")
-    assert declared[0].excuses("slurm", "s", "c", "response.jobs[0].exit[1]", "1", "2")
-    assert not declared[0].excuses("slurm", "s", "c", "response.jobs[0].exit_code", "1", "2")
+    declared = [Declared("slurm", "*", ("response.jobs[*].exit",), "r")]
+    assert declared[0].excuses("slurm", "s", "c", "response.jobs[3].exit.signal.name")
+    assert declared[0].excuses("slurm", "s", "c", "response.jobs[0].exit[1]")
+    assert not declared[0].excuses("slurm", "s", "c", "response.jobs[0].exit_code")
 
 
 def test_another_request_or_step_is_a_difference_too() -> None:
@@ -141,19 +140,17 @@ def test_another_request_or_step_is_a_difference_too() -> None:
 def test_a_bad_parity_file_names_the_file_the_field_and_the_fix(tmp_path: Path) -> None:
     path = tmp_path / "parity.yaml"
     path.write_text("fakes:\n  fake-slurm: {options: {}}\n"
-                    "declared:\n"
-                    "  - {backend: slurm, call: x, fields: [y], reason: ' ', values: []}\n"
+                    "declared:\n  - {backend: slurm, call: x, fields: [y], reason: ' '}\n"
                     "  - {backend: slurm}\n"
-                    "  - {backend: slurm, call: x, fields: y, reason: r, values: []}\n")
+                    "  - {backend: slurm, call: x, fields: y, reason: r}\n")
     with pytest.raises(ManifestError) as raised:
         read_parity_file(path)
     assert raised.value.problems == [
         f"{path}: fakes.fake-slurm.against must name the real stack whose recording the fake "
         f"is checked against",
         f"{path}: declared[0].reason is empty: say why the fake differs on purpose",
-        f"{path}: declared[1] needs backend, call, fields, values and reason (and may name a "
-        f"step, the field all of its fields are under, the stacks it is against, and "
-        f"occurs: sometimes)",
+        f"{path}: declared[1] needs backend, call, fields and reason (and may name a step, "
+        f"and the field all of its fields are under)",
         f"{path}: declared[2].fields must be a list of field paths ('*' matches anything), as "
         f"a difference names them"]
     path.write_text("fake: {}\n")
@@ -290,59 +287,3 @@ def test_a_random_folder_name_is_a_placeholder_even_without_a_letter() -> None:
     assert normalise.text(text) == "/w/<hex1>/job.sh and /w/<hex2>/out, again /w/<hex1>/err"
     assert Normaliser([], {}).text("exit 643419145051 (a number stays)") == (
         "exit 643419145051 (a number stays)")
-
-
-_KILLED = Declared("slurm", "*", ("response.stdout.ExitCode",), "a race",
-                   values=(Values("143:0", "0:15"), Values("0:15", "143:0")))
-
-
-def test_a_declared_field_excuses_only_the_declared_values() -> None:
-    real = [_step("wait long ended", "JobId=<job3> ExitCode=0:15\n")]
-    as_declared = compare("slurm", real, [_step("wait long ended",
-                                                "JobId=<job3> ExitCode=143:0\n")], [_KILLED])
-    assert as_declared.same and as_declared.excused == 1
-    # a fake whose killed job exits 0: the field is declared, the value is not
-    exits_0 = compare("slurm", real, [_step("wait long ended", "JobId=<job3> ExitCode=0:0\n")],
-                      [_KILLED])
-    assert [(d.field, d.real, d.fake) for d in exits_0.differences] == [
-        ("response.stdout.ExitCode", "0:15", "0:0")]
-    absent = Declared("slurm", "*", ("response.stdout.Partition",), "r",
-                      values=(Values("*", "(absent)"),))
-    other = compare("slurm", [_step("s", "JobId=<job1> Partition=debug\n")],
-                    [_step("s", "JobId=<job1> Partition=other\n")], [absent])
-    assert [d.fake for d in other.differences] == ["other"]  # present, not absent
-    assert not Declared("slurm", "*", ("x",), "no values").excuses("slurm", "s", "c", "x", "1",
-                                                                 "2")
-
-
-def test_a_declaration_that_excuses_nothing_is_stale_unless_it_is_a_race() -> None:
-    same = [_step("s", "JobId=<job1> ExitCode=0:15\n")]
-    steady = dataclasses.replace(_KILLED, where="declared[7]")
-    result = compare("slurm", same, same, [steady])
-    assert result.same and result.stale == [steady]
-    assert "declared[7]: slurm" in result.render_stale("t")
-    race = dataclasses.replace(steady, sometimes=True)
-    assert compare("slurm", same, same, [race]).stale == []
-    elsewhere = dataclasses.replace(steady, against=("slurm-20.11",))
-    assert compare("slurm", same, same, [elsewhere], against="slurm-24.11").stale == []
-    assert compare("slurm", same, same, [elsewhere], against="slurm-20.11").stale == [elsewhere]
-
-
-def test_a_declaration_must_name_the_values_it_excuses(tmp_path: Path) -> None:
-    path = tmp_path / "parity.yaml"
-    path.write_text("declared:\n"
-                    "  - {backend: slurm, call: x, fields: [y], reason: r}\n"
-                    "  - {backend: slurm, call: x, fields: [y], reason: r, values: []}\n"
-                    "  - {backend: slurm, call: x, fields: [y], reason: r,\n"
-                    "     values: [{real: '*', fake: '*'}]}\n"
-                    "  - {backend: slurm, call: x, fields: [y], reason: r, values: [{real: 1}]}\n"
-                    "  - {backend: slurm, call: x, fields: [y], reason: r, occurs: often,\n"
-                    "     values: [{real: a, fake: b}]}\n")
-    with pytest.raises(ManifestError) as raised:
-        read_parity_file(path)
-    problems = raised.value.problems
-    assert problems[0].startswith(f"{path}: declared[0] needs backend, call, fields, values")
-    assert problems[1].startswith(f"{path}: declared[1].values must list what is excused")
-    assert problems[2].startswith(f"{path}: declared[2].values[0] excuses any value on both")
-    assert problems[3].startswith(f"{path}: declared[3].values[0] must be {{real: VALUE")
-    assert problems[4].startswith(f"{path}: declared[4].occurs must be 'sometimes'")
