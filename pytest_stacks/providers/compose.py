@@ -85,6 +85,14 @@ def _failed_step(output: str) -> str:
     return last[:200]
 
 
+def _pin_gone(output: str) -> str:
+    """The stack Dockerfiles' own words when a pinned Debian version has left its suite
+    (``PIN-GONE: ...``, with the version the suite has now and the fix); "" otherwise."""
+    said = [m.strip() for m in re.findall(r"PIN-GONE: ([^\n\x1b]+)", output)
+            if "${" not in m]  # not the RUN line echoed in the builder's failure message
+    return said[0] if said else ""
+
+
 def _upstream_reference(stack: Stack, ctx: RunContext) -> str:
     """The upstream image a stack runs as is (no build), floating in the canary lane; "" if
     the stack is built from its folder."""
@@ -295,6 +303,8 @@ class ComposeProvider:
         # (seen here), so success is the image existing, not the exit code.
         if result.returncode != 0 or not dockerutil.image_exists(info.image):
             output = result.stdout + "\n" + result.stderr
+            if gone := _pin_gone(output):
+                raise InfrastructureError(stack.name, f"image build refused: {gone}")
             raise InfrastructureError(
                 stack.name, f"image build failed at step: {_failed_step(output)}\n"
                 f"last lines of the build log:\n{_tail(output)}")

@@ -109,5 +109,6 @@ def test_a_pool_outside_the_range_is_infra_in_seconds_and_gets_nothing(pool: Poo
                                                                        tmp_path: Path) -> None:
     before = pool.run_folders()
     infra_in_seconds(tmp_path, "site-htcondor", pool.manifest(tmp_path, ">=25"), pool.env,
-                     "the site runs HTCondor 23.9.6, outside the range '>=25'")
+                     "the site's schedd runs HTCondor 23.9.6 (its tools on the login node: "
+                     "23.9.6), outside the range '>=25'")
     assert pool.run_folders() == before

@@ -404,3 +404,41 @@ def test_a_job_without_outputs_still_lists_them_as_empty(tmp_path: Path) -> None
     with_outputs = describe_job(JobSpec(script="true\n", outputs=("a.txt", "b.txt")),
                                 tmp_path / "other", None)
     assert with_outputs["transfer_output_files"] == "a.txt,b.txt"
+
+
+# ---------------------------------------------------------------- versions: daemon and client apart
+
+
+def test_the_daemon_version_is_the_schedds_own_ad_not_the_login_nodes_tools() -> None:
+    transport = RecordingTransport({
+        "condor_status": CommandResult((), 0, "submit $CondorVersion: 25.14.1 2026-11-02 $\n",
+                                       ""),
+        "condor_version": CommandResult((), 0, "$CondorVersion: 23.9.6 2024-07-31 $\n", "")})
+    schedd = RemoteCliSchedd(transport)
+    assert "25.14.1" in schedd.daemon_version()
+    assert "23.9.6" in schedd.client_version()
+
+
+def test_of_several_schedds_the_version_is_the_one_condor_q_submits_to() -> None:
+    transport = RecordingTransport({
+        "condor_status": CommandResult((), 0, "other@site $CondorVersion: 24.0.1 $\n"
+                                              "submit@site $CondorVersion: 25.14.1 $\n", ""),
+        "condor_q": CommandResult((), 0, "\n-- Schedd: submit@site : <10.0.0.3:9618?...> @ "
+                                         "12/06/26 05:00:00\nTotal for query: 0 jobs\n", "")})
+    assert "25.14.1" in RemoteCliSchedd(transport).daemon_version()
+
+
+@pytest.mark.parametrize("answer", [
+    CommandResult((), 0, "", ""),  # the collector lists no schedd
+    CommandResult((), 0, "a@x $CondorVersion: 25.14.1 $\nb@x $CondorVersion: 23.9.6 $\n", ""),
+    CommandResult((), 1, "", "Error: couldn't contact the collector"),
+])
+def test_a_schedd_version_the_collector_cannot_give_is_an_error_not_the_clients(
+        answer: CommandResult) -> None:
+    """The client's ``condor_version`` once stood in for the daemon's: a site whose login
+    node had new tools read as a new schedd."""
+    transport = RecordingTransport({
+        "condor_status": answer,
+        "condor_version": CommandResult((), 0, "$CondorVersion: 23.9.6 2024-07-31 $\n", "")})
+    with pytest.raises(ScheddError, match="cannot tell the schedd's version"):
+        RemoteCliSchedd(transport).daemon_version()

@@ -43,8 +43,13 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pytest_stacks.backends.htcondor import containers
-from pytest_stacks.backends.htcondor.api import Schedd, ScheddError, parse_condor_version
+from pytest_stacks.backends.htcondor import containers, staging
+from pytest_stacks.backends.htcondor.api import (
+    Schedd,
+    ScheddError,
+    parse_condor_version,
+    version_tuple,
+)
 from pytest_stacks.backends.htcondor.bindings import BindingsSchedd
 from pytest_stacks.backends.htcondor.diagnostics import describe_jobs
 from pytest_stacks.backends.htcondor.housekeeping import await_periodic_evaluation
@@ -226,6 +231,9 @@ class HTCondorClient:
         """Only repeatable retrieval overrides the client's own ``LeaveJobInQueue``. A
         container job is refused unless a slot advertises a runtime (:mod:`.containers`)."""
         if spec.container and (refused := containers.refusal(spec.container, self._schedd)):
+            raise ValueError(refused)
+        if spec.remote_outputs and (refused := staging.output_refusal(
+                spec, version_tuple(self.versions()["daemon"]))):
             raise ValueError(refused)
         leave = OLD_LEAVE_IN_QUEUE if self.output_retrieval == "repeatable" else None
         return describe_job(spec, root, leave)

@@ -1,11 +1,12 @@
-"""A site's own HTCondor pool, reached over SSH on a submit (login) node (provider
-``existing``), with HTCondor's command-line tools as the site's users run them.
+"""A site's own HTCondor pool, reached over SSH on a submit (login) node (provider ``existing``),
+with HTCondor's command-line tools as the site's users run them.
 
-The preflight: ``condor_version`` in the manifest's range, the tools on the PATH, the schedd
-answering ``condor_q``, an unclaimed slot in the collector, a job root the login user can
-write. Each run's jobs carry ``PytestStacksRun`` (a job attribute) and live in the run's own
-folder, so its end removes exactly them: ``condor_rm`` by that constraint, then ``-forcex`` for
-what stays in the removed state.
+The preflight: the tools on the PATH, the schedd answering ``condor_q``, the *schedd's* version
+(its own ad in the collector, not the login node's ``condor_version``) in the manifest's range,
+an unclaimed slot in the collector, a job root the login user can write. Each run's jobs carry
+``PytestStacksRun`` (a job attribute) and live in the run's own folder, so its end removes
+exactly them: ``condor_rm`` by that constraint, then ``-forcex`` for what stays in the removed
+state.
 """
 
 from __future__ import annotations
@@ -15,8 +16,13 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from pytest_stacks.backends import site_folders
+from pytest_stacks.backends.htcondor.api import ScheddError, parse_condor_version
 from pytest_stacks.backends.htcondor.driver import HTCondorClient
-from pytest_stacks.backends.htcondor.remote_cli import RUN_ATTRIBUTE, RemoteCliSchedd
+from pytest_stacks.backends.htcondor.remote_cli import (
+    RUN_ATTRIBUTE,
+    RemoteCliSchedd,
+    schedd_version,
+)
 from pytest_stacks.contract import JobClient
 from pytest_stacks.errors import BackendCallError, InfrastructureError
 from pytest_stacks.manifest import Stack
@@ -42,18 +48,25 @@ class HTCondorSite(site_folders.FolderSite):
                 f"preflight 'version': condor_version failed on the login node (exit "
                 f"{said.returncode}): {(said.stderr or said.stdout).strip()[:300]}. Is "
                 f"HTCondor's client installed for the login user?"))
-        observed = found.group(1)
-        if not stack.accepts_version(observed):
-            raise InfrastructureError(stack.name, (
-                f"preflight 'version': the site runs HTCondor {observed}, outside "
-                f"{stack.allowed_versions}. Point the stack at a pool in range, or change "
-                f"existing.versions if the suite should cover {observed}."))
+        client = found.group(1)
         site_folders.check_tools(stack, channel, TOOLS, "HTCondor")
         queue = channel.run(["condor_q", "-totals"], timeout=30)
         if not queue.ok:
             raise InfrastructureError(stack.name, (
                 f"preflight 'schedd': condor_q does not reach the schedd from the login node: "
                 f"{(queue.stderr or queue.stdout).strip()[:300]}"))
+        # The range is the daemon's: the schedd's own ad, not the login node's tools.
+        try:
+            daemon = parse_condor_version(schedd_version(
+                lambda argv: channel.run(argv, timeout=30)))
+        except (ScheddError, ValueError) as exc:
+            raise InfrastructureError(stack.name, f"preflight 'version': {exc}") from None
+        if not stack.accepts_version(daemon):
+            raise InfrastructureError(stack.name, (
+                f"preflight 'version': the site's schedd runs HTCondor {daemon} (its tools "
+                f"on the login node: {client}), outside {stack.allowed_versions}. Point the "
+                f"stack at a pool in range, or change existing.versions if the suite should "
+                f"cover {daemon}."))
         slots = channel.run(["condor_status", "-af", "State"], timeout=30)
         if not slots.ok or "Unclaimed" not in slots.stdout.split():
             shown = (" ".join(sorted(set(slots.stdout.split()))) or slots.stderr.strip()[:200]
@@ -62,7 +75,7 @@ class HTCondorSite(site_folders.FolderSite):
                 f"preflight 'free slots': the collector lists no unclaimed slot ({shown}). "
                 f"Run when the pool has room."))
         site_folders.check_root(stack, channel, endpoints)
-        return {"htcondor_version": observed}
+        return {"htcondor_version": daemon, "htcondor_client_version": client}
 
     def client(self, stack: Stack, transport: Transport | None,
                endpoints: Mapping[str, str], run_dir: Path) -> JobClient:

@@ -16,6 +16,26 @@ import shlex
 from pytest_stacks.backends import remote_files
 from pytest_stacks.contract import JobSpec
 
+#: The first access points whose shadow refuses the starter's request to sign an ``s3://``
+#: output URL: 25.10 made an empty file name an illegal sandbox path (HTCONDOR-3499), and the
+#: starter asks for a signature under an empty name. The upload itself still happens; the job
+#: is then held ("Attempt to write to illegal sandbox path: ", HoldReasonCode 12, subcode 1).
+#: Seen on 25.14.1 (Debian sid); 23.9.6 uploads and completes; the 25.0 LTS line predates it.
+UNSIGNABLE_OUTPUTS_SINCE = (25, 10, 0)
+
+
+def output_refusal(spec: JobSpec, daemon: tuple[int, ...]) -> str:
+    """Why this access point cannot take the job's remote outputs ("" where it can): a job
+    it would hold after its upload is refused at submit, with the reason, instead."""
+    if not spec.remote_outputs or daemon < UNSIGNABLE_OUTPUTS_SINCE:
+        return ""
+    version = ".".join(map(str, daemon))
+    return (f"refused at submit: remote outputs ({', '.join(sorted(spec.remote_outputs))}) "
+            f"cannot be staged by an HTCondor {version} access point: since 25.10 its shadow "
+            "refuses the starter's request to sign an s3:// output URL ('Attempt to write to "
+            "illegal sandbox path'), and holds the job after the upload (HTCONDOR-3499); "
+            "stage the output from the job itself, or use a 25.0 LTS or pre-25.10 access point")
+
 
 def check(spec: JobSpec, local_names: set[str]) -> None:
     """ValueError for what HTCondor cannot stage as asked: a downloaded file lands under the
