@@ -108,6 +108,31 @@ def test_a_remote_output_reaches_the_store_byte_for_byte(backend: JobClient, sta
     _only_nodes_asked(store, key, "s3_PutObject")
 
 
+@pytest.mark.requires("submit", "outputs.remote.refused")
+def test_a_remote_output_the_backend_cannot_stage_is_refused_at_submit(
+        backend: JobClient, stack: Stack, stack_info: dict[str, Any]) -> None:
+    """Refused per job, with the reason, in the submit's own answer; the plain job beside it
+    is accepted and completes, and the store never heard of the refused one's object."""
+    store = Store.of(stack, stack_info)
+    key = store.key("refused")
+    in_store = JobSpec(script="echo kept > result.bin\n", name="remote-out",
+                       remote_outputs={"result.bin": store.url(key)},
+                       credentials=store.credentials)
+    refused, accepted = backend.submit([in_store, JobSpec(script="true\n", name="plain")])
+    assert not refused.ok, "a job with a remote output was accepted where it cannot be staged"
+    assert "remote output" in refused.error.lower(), refused.error
+    assert accepted.ok and accepted.handle is not None, accepted.error
+    status = _ended(backend, accepted.handle, stack.timeouts.job)
+    assert status.state is JobState.COMPLETED, status
+    assert store.requests(key) == [], "the store was asked for the refused job's object"
+
+
+def _requires_for(failure: str) -> Any:
+    """Each failure needs the staging direction it exercises, and only that one."""
+    direction = "outputs.remote" if failure == "an upload the store refuses" else "inputs.remote"
+    return pytest.mark.requires("submit", "status", direction)
+
+
 #: Each payload succeeds on its own: a driver that went on after a failed transfer would
 #: report the job completed, which fails the test.
 FAILURES = {
@@ -124,8 +149,7 @@ FAILURES = {
 }
 
 
-@pytest.mark.parametrize("failure", list(FAILURES))
-@pytest.mark.requires("submit", "status", "inputs.remote", "outputs.remote")
+@pytest.mark.parametrize("failure", [pytest.param(f, marks=_requires_for(f)) for f in FAILURES])
 def test_a_failed_transfer_ends_the_job_with_the_reason(backend: JobClient, stack: Stack,
                                                         stack_info: dict[str, Any],
                                                         failure: str) -> None:
