@@ -26,6 +26,7 @@ from pytest_stacks import dockerutil, environ, progress, registry
 from pytest_stacks.errors import BackendCallError, InfrastructureError, StacksError
 from pytest_stacks.gobuild import GoModuleBuild
 from pytest_stacks.manifest import Stack
+from pytest_stacks.providers import apptainer_images as apptainer
 from pytest_stacks.providers import images, object_store, preflight, reaper, stack_adapter
 from pytest_stacks.providers import oci_bundles as oci
 from pytest_stacks.providers.access import access_for
@@ -85,6 +86,13 @@ def _failed_step(output: str) -> str:
     return last[:200]
 
 
+def _build_args(stack: Stack) -> dict[str, str]:
+    """The image's build args: the manifest's, and a container runtime's (part of what is
+    built, so part of the content tag)."""
+    assert stack.compose is not None
+    return {**stack.compose.build_args, **oci.build_args(stack), **apptainer.build_args(stack)}
+
+
 def _pin_gone(output: str) -> str:
     """The stack Dockerfiles' own words when a pinned Debian version has left its suite
     (``PIN-GONE: ...``, with the version the suite has now and the fix); "" otherwise."""
@@ -133,7 +141,7 @@ class ComposeProvider:
             preflight.image_obtainable(upstream)
         if "go" in stack.requires:
             preflight.go_toolchain()
-        if oci.build_args(stack):
+        if oci.build_args(stack) or apptainer.build_args(stack):
             preflight.user_namespaces(stack.name)
 
     def _prepare(self, stack: Stack, ctx: RunContext) -> tuple[str, str, dict[str, str]]:
@@ -148,6 +156,7 @@ class ComposeProvider:
             host_env = stack_adapter(stack).host_environment(stack, stack.timeouts.build)
             host_env.update(object_store.host_environment(stack, base, stack.timeouts.build))
             oci.ensure_images(stack, base, stack.timeouts.build)
+            apptainer.ensure_images(stack, base, stack.timeouts.build)
         except StacksError as exc:
             raise InfrastructureError(stack.name, str(exc)) from None
         return base, upstream, host_env
@@ -200,8 +209,7 @@ class ComposeProvider:
         """The compose invocation (project, files, ports, environment, image tag): the part of
         the stack's record known before anything starts."""
         assert stack.compose is not None
-        # Floating already in the canary lane; the OCI runtime is part of what is built.
-        build_args = {**stack.compose.build_args, **oci.build_args(stack)}
+        build_args = _build_args(stack)  # floating already in the canary lane
         base_id = dockerutil.image_id(base) if base else ""
         tag = dockerutil.content_tag(stack.compose.directory, build_args, base_id)
         canary_build = ctx.lane == "canary" and not upstream
@@ -244,6 +252,7 @@ class ComposeProvider:
         try:
             object_store.wait_ready(stack, services, stack.timeouts.ready)
             oci.install(stack, container, ctx.labels(stack.name), stack.timeouts.ready)
+            apptainer.install(stack, container, ctx.labels(stack.name), stack.timeouts.ready)
             endpoints.update(access_for(stack).endpoints(stack, ctx, info, services))
         except StacksError as exc:
             message = exc.message if isinstance(exc, InfrastructureError) else str(exc)
@@ -277,8 +286,8 @@ class ComposeProvider:
             return False
         for base in (stack.base_image.registry_reference, stack.base_image.seeded_reference):
             if dockerutil.image_exists(base):
-                tag = dockerutil.content_tag(stack.compose.directory, stack.compose.build_args,
-                                         dockerutil.image_id(base))
+                tag = dockerutil.content_tag(stack.compose.directory, _build_args(stack),
+                                             dockerutil.image_id(base))
                 return info.image == f"pytest-stacks/{stack.backend}:{tag}"
         return False
 

@@ -73,25 +73,25 @@ def install(stack: Stack, node: Any, labels: Mapping[str, str], timeout: float) 
                           f"bundles' config.json at {template}")
     config = template.read_bytes()
     for image, path in bundles.items():
-        rootfs = _rootfs_of(image, labels, timeout)
+        rootfs = rootfs_of(image, labels, timeout)
         try:
-            _on_node(node, ["mkdir", "-p", f"{path}/rootfs"])
+            on_node(node, ["mkdir", "-p", f"{path}/rootfs"])
             if not (node.put_archive(f"{path}/rootfs", rootfs)
                     and node.put_archive(path, _bundle_files(config))):
                 raise StacksError("the engine refused the copy")
-            _on_node(node, ["chmod", "-R", "a+rX", path])  # the job's user reads it
+            on_node(node, ["chmod", "-R", "a+rX", path])  # the job's user reads it
         except Exception as exc:  # the engine's own errors too: said as the stack's
             raise StacksError(f"cannot unpack image {image} into the bundle {path} on stack "
                               f"{stack.name}: {exc}") from None
 
 
-def _on_node(node: Any, argv: list[str]) -> None:
+def on_node(node: Any, argv: list[str]) -> None:
     done = node.exec_run(argv, user="root")
     if done.exit_code != 0:
         raise StacksError(f"{' '.join(argv)}: {done.output.decode(errors='replace')[-500:]}")
 
 
-def _rootfs_of(image: str, labels: Mapping[str, str], timeout: float) -> bytes:
+def rootfs_of(image: str, labels: Mapping[str, str], timeout: float) -> bytes:
     """The image's file system as a tar (the engine's export of a container never started)."""
     api = dockerutil.client()
     try:

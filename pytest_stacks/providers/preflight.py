@@ -90,9 +90,10 @@ def user_namespaces(stack_name: str, sysctl: Path = Path("/proc/sys")) -> None:
             refused.append((f"{knob} = {value}", f"sysctl -w {knob}={allowing}"))
     if refused:
         raise StacksError(
-            f"stack {stack_name} runs container jobs with a rootless OCI runtime "
-            f"(options.oci_runtime), which needs unprivileged user namespaces, and this host's "
-            f"kernel refuses them ({', '.join(r for r, _ in refused)}). Fix, as root: "
+            f"stack {stack_name} runs container jobs with a rootless runtime "
+            f"(options.oci_runtime or container_runtime), which needs unprivileged user "
+            f"namespaces, and this host's kernel refuses them "
+            f"({', '.join(r for r, _ in refused)}). Fix, as root: "
             f"{'; '.join(f for _, f in refused)}; or run a stack without `container`")
 
 

@@ -113,6 +113,8 @@ class HTCondorClient:
         self._run_dir = Path(run_dir)
         self._job_root = self._run_dir / "htcondor" / self._stack
         self._shared = _shared or Shared()
+        self._sandboxes = ({} if isinstance(stack, str)
+                           else containers.stack_sandboxes(stack))
 
     # -------------------------------------------------------------- construction
 
@@ -236,7 +238,7 @@ class HTCondorClient:
                 spec, version_tuple(self.versions()["daemon"]))):
             raise ValueError(refused)
         leave = OLD_LEAVE_IN_QUEUE if self.output_retrieval == "repeatable" else None
-        return describe_job(spec, root, leave)
+        return describe_job(spec, root, leave, self._sandboxes)
 
     # -------------------------------------------------------------- status
 

@@ -31,11 +31,14 @@ _JOB_ID = re.compile(r"^(\d+)\.(\d+)$")
 # ====================================================================== submit descriptions
 
 
-def describe_job(spec: JobSpec, root: Path, leave_in_queue: str | None) -> dict[str, str]:
+def describe_job(spec: JobSpec, root: Path, leave_in_queue: str | None,
+                 sandboxes: Mapping[str, str] | None = None) -> dict[str, str]:
     """Stage the job's files under ``root`` and return its submit description.
 
     ``leave_in_queue`` overrides the submitting client's default ``LeaveJobInQueue``; ``None``
-    keeps the client's own. Raises ValueError for a spec HTCondor cannot carry faithfully.
+    keeps the client's own. ``sandboxes``: the images the execute nodes keep unpacked
+    (:func:`~.containers.stack_sandboxes`). Raises ValueError for a spec HTCondor cannot carry
+    faithfully.
     """
     _check_spec(spec, root)
     staging.check(spec, set(spec.inputs))
@@ -83,7 +86,7 @@ def describe_job(spec: JobSpec, root: Path, leave_in_queue: str | None) -> dict[
     if leave_in_queue is not None:
         description["leave_in_queue"] = leave_in_queue
     if spec.container:
-        description.update(container_universe(spec.container))
+        description.update(container_universe(spec.container, sandboxes))
     return description
 
 
@@ -114,8 +117,10 @@ def _v2_join(words: Any) -> str:
 
 def _wrap_script(spec: JobSpec, env: Mapping[str, str], args: Sequence[str] | None) -> str:
     """The executable: the user's script under bash, with what the submit language cannot
-    carry (values with ``$`` or newlines) exported or set here instead."""
-    lines = ["#!/bin/bash"]
+    carry (values with ``$`` or newlines) exported or set here instead. In a container image
+    under the image's own ``/bin/sh``: an image need not have bash (the probe image has only
+    BusyBox), and a missing interpreter ends the job before it writes anything."""
+    lines = ["#!/bin/sh" if spec.container else "#!/bin/bash"]
     lines += [f"export {k}={shlex.quote(v)}" for k, v in env.items()]
     if args is not None:
         lines.append("set -- " + " ".join(shlex.quote(a) for a in args))
