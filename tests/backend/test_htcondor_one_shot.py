@@ -22,6 +22,7 @@ from typing import Any
 
 import pytest
 
+from pytest_stacks.backends.htcondor import other_client
 from pytest_stacks.backends.htcondor.api import version_tuple
 from pytest_stacks.backends.htcondor.driver import NEW_LEAVE_IN_QUEUE, ONE_SHOT_SINCE
 from pytest_stacks.backends.htcondor.translate import describe_job
@@ -210,3 +211,59 @@ def test_the_schedd_makes_retrieval_one_shot_under_the_new_expression(
     finally:
         if schedd.query(constraint, ["JobStatus"]):
             schedd.act("remove", [job_id], "pytest-stacks: test cleanup")
+
+
+#: The client release a user who has not upgraded holds: the 25.0 LTS bindings, before the
+#: 25.8.2 client changed the spooled job's default ``LeaveJobInQueue``.
+OLDER_CLIENT = "25.0.14"
+
+
+@pytest.mark.requires("submit", "status", "outputs", "outputs.repeatable")
+def test_a_pre_25_8_client_keeps_retrieval_repeatable_on_this_schedd(
+        backend: JobClient, stack: Stack, stack_info: dict[str, Any], tmp_path: Path) -> None:
+    """The client's half of HTCONDOR-3508, on the stack's own schedd: a job submitted by the
+    PyPI bindings of an older release (their own environment, their own default
+    ``LeaveJobInQueue``) stays in the queue after a retrieval and a periodic evaluation, and a
+    second retrieval by that client returns the same file. Read from the schedd's queue, by
+    this process's client; the older client only submits and retrieves."""
+    if stack.transport != "bindings":
+        pytest.skip(f"{stack.name} is reached over {stack.transport}: the older client needs "
+                    f"the collector and a token, as the bindings reach a pool")
+    driver = _driver(backend, stack, "one-shot")
+    schedd = driver.schedd
+    versions = driver.versions()
+    python = other_client.client_python(OLDER_CLIENT)
+    pool = {"collector": stack_info["collector"], "token_dir": stack_info["token_dir"]}
+    token = uuid.uuid4().hex
+    root = tmp_path / "job"
+    # No leave_in_queue: the older client writes its own default.
+    description = describe_job(JobSpec(script=f"echo {token} > out.txt\n", name="older-client",
+                                       outputs=("out.txt",)), root, None)
+    answer = other_client.call(python, {**pool, "call": "submit", "description": description})
+    assert version_tuple(answer["client"]) < ONE_SHOT_SINCE, answer
+    job_id = answer["job_id"]
+    constraint = _constraint(job_id)
+    iwd = root / "iwd"
+    try:
+        deadline = time.monotonic() + stack.timeouts.job
+        ads = schedd.query(constraint, ["JobStatus", "LeaveJobInQueue"])
+        while ads and ads[0].get("JobStatus") != 4 and time.monotonic() < deadline:
+            time.sleep(0.5)
+            ads = schedd.query(constraint, ["JobStatus", "LeaveJobInQueue"])
+        assert ads and ads[0].get("JobStatus") == 4, f"job {job_id} did not complete: {ads}"
+        expression = str(ads[0].get("LeaveJobInQueue"))
+        observed = (f"observed: client {answer['client']} against daemon "
+                    f"{versions['daemon']}, LeaveJobInQueue = {expression!r}")
+        assert "StageOutFinish" not in expression, observed  # not the 25.8.2 expression
+
+        other_client.call(python, {**pool, "call": "retrieve", "job_id": job_id})
+        assert (iwd / "out.txt").read_text() == f"{token}\n", observed
+        (iwd / "out.txt").unlink()
+        driver.await_housekeeping(stack.timeouts.job)  # the schedd's periodic evaluation ran
+        assert schedd.query(constraint, ["JobStatus"]), f"{observed}: job {job_id} left"
+        other_client.call(python, {**pool, "call": "retrieve", "job_id": job_id})
+        assert (iwd / "out.txt").read_text() == f"{token}\n", (
+            f"{observed}: the second retrieval brought {sorted(os.listdir(iwd))}")
+    finally:
+        if schedd.query(constraint, ["JobStatus"]):
+            schedd.edit([job_id], "LeaveJobInQueue", "false")
