@@ -1,7 +1,8 @@
 """A site's own Slurm, reached over SSH on its login node (provider ``existing``).
 
-The preflight asks what the site's users would: ``sinfo -V`` (the version, in the manifest's
-range), the client tools on the PATH, a node that can take a job now, and a job root the login
+The preflight asks what the site's users would: slurmctld's version (``scontrol show config``,
+in the manifest's range; the client tools' own, ``sinfo -V``, is recorded apart), the client
+tools on the PATH, a node that can take a job now, and a job root the login
 user can write. Each run works in ``<job_root>/pst-<run id>/`` and tags its jobs with its id
 (name prefix and ``--comment``), so its end finds exactly its own jobs (``squeue -o %k``) and
 cancels only those.
@@ -28,18 +29,13 @@ class SlurmSite(site_folders.FolderSite):
     def check(self, stack: Stack, transport: Transport | None,
               endpoints: Mapping[str, str]) -> dict[str, str]:
         channel = site_folders.need(transport, stack)
-        said = channel.run(["sinfo", "-V"], timeout=15)
-        if not said.ok:
+        daemon, client = _versions(stack, channel)
+        if not stack.accepts_version(daemon):
             raise InfrastructureError(stack.name, (
-                f"preflight 'version': sinfo -V failed on the login node (exit "
-                f"{said.returncode}): {(said.stderr or said.stdout).strip()[:300]}. Is Slurm's "
-                f"client installed for the login user?"))
-        observed = parse.parse_version(said.stdout)
-        if not stack.accepts_version(observed):
-            raise InfrastructureError(stack.name, (
-                f"preflight 'version': the site runs Slurm {observed}, outside "
-                f"{stack.allowed_versions}. Point the stack at a deployment in range, or "
-                f"change existing.versions if the suite should cover {observed}."))
+                f"preflight 'version': the site's slurmctld runs Slurm {daemon} (its client "
+                f"tools on the login node: {client}), outside {stack.allowed_versions}. Point "
+                f"the stack at a deployment in range, or change existing.versions if the suite "
+                f"should cover {daemon}."))
         site_folders.check_tools(stack, channel, TOOLS, "Slurm")
         nodes = channel.run(["sinfo", "-h", "-o", "%t %D"], timeout=15)
         states = {line.split()[0].rstrip("*~#!%$@^-"): line.split()[1]
@@ -51,7 +47,7 @@ class SlurmSite(site_folders.FolderSite):
                 f"preflight 'free nodes': no partition has an idle or mixed node ({shown}). "
                 f"Run when the site has room, or point the stack at a partition that does."))
         site_folders.check_root(stack, channel, endpoints)
-        return {"slurm_version": observed}
+        return {"slurmctld_version": daemon, "slurm_client_version": client}
 
     def client(self, stack: Stack, transport: Transport | None,
                endpoints: Mapping[str, str], run_dir: Path) -> JobClient:
@@ -59,7 +55,7 @@ class SlurmSite(site_folders.FolderSite):
                            user=endpoints[site_folders.LOGIN_USER],
                            job_root=site_folders.folder(endpoints, run_dir.name),
                            completion_user=str(stack.options.get("completion_user", "slurm")),
-                           run_tag=run_dir.name)
+                           run_tag=run_dir.name, ask_controller=True)
 
     def remove_run(self, stack: Stack, transport: Transport | None,
                    endpoints: Mapping[str, str], run_id: str) -> list[str]:
@@ -72,6 +68,27 @@ class SlurmSite(site_folders.FolderSite):
             lambda: channel.run(["scancel", *_run_jobs(channel, user, run_id)], timeout=30),
             queue="squeue")
         return left + site_folders.remove(channel, endpoints, run_id)
+
+
+def _versions(stack: Stack, channel: Transport) -> tuple[str, str]:
+    """(slurmctld's version, the client tools'): the first is what the manifest's range is
+    about, and only the controller says it (``scontrol show config``, filled in by slurmctld
+    from its own build); ``sinfo -V`` prints the login node's client build and asks nobody."""
+    asked = {}
+    for what, argv in (("client", ["sinfo", "-V"]), ("daemon", ["scontrol", "show", "config"])):
+        said = channel.run(argv, timeout=15)
+        if not said.ok:
+            raise InfrastructureError(stack.name, (
+                f"preflight 'version': {' '.join(argv)} failed on the login node (exit "
+                f"{said.returncode}): {(said.stderr or said.stdout).strip()[:300]}. Are "
+                f"Slurm's client tools installed for the login user, and does slurmctld "
+                f"answer from the login node?"))
+        asked[what] = said.stdout
+    try:
+        return (parse.parse_config_version(asked["daemon"]),
+                parse.parse_version(asked["client"]))
+    except ValueError as exc:
+        raise InfrastructureError(stack.name, f"preflight 'version': {exc}") from None
 
 
 def _run_jobs(transport: Transport, user: str, run_id: str) -> list[str]:
