@@ -204,3 +204,42 @@ def test_a_shared_namespace_loses_only_the_runs_objects() -> None:
         assert cluster.get("Namespace", None, "team") is not None
     finally:
         cluster.close()
+
+
+def test_every_submit_on_a_site_is_written_down_with_whose_client_made_it(
+        tmp_path: Path) -> None:
+    """The recording client writes each id its submits returned for the run's teardown to look
+    up; ids of pytest-stacks' client and of the suite's own are kept apart, each once."""
+    import functools
+
+    from pytest_stacks.contract import JobHandle, JobSpec, SubmitResult
+    from pytest_stacks.plugin.fixtures import RecordingClient
+    from pytest_stacks.providers import site_jobs
+
+    class Client:
+        def __init__(self, ids: list[str]) -> None:
+            self.ids = iter(ids)
+
+        def submit(self, specs: list[JobSpec]) -> list[SubmitResult]:
+            return [SubmitResult(JobHandle("site", next(self.ids))), SubmitResult(None, "no")]
+
+    ours = RecordingClient(Client(["101", "102"]), functools.partial(
+        site_jobs.note, tmp_path, "site", ours=True))
+    theirs = RecordingClient(Client(["a-1"]), functools.partial(
+        site_jobs.note, tmp_path, "site", ours=False))
+    ours.submit([JobSpec(script="true\n")])
+    theirs.submit([JobSpec(script="true\n")])
+    ours.submit([JobSpec(script="true\n")])
+    assert site_jobs.read(tmp_path, "site") == site_jobs.Submitted(("101", "102"), ("a-1",))
+    assert site_jobs.read(tmp_path, "other") == site_jobs.Submitted()
+
+
+def test_a_site_that_cannot_look_a_job_up_claims_no_job_gone() -> None:
+    """An adapter without a look-up by id (HTCondor's, for now): its tag's sweep is all it
+    proved, and teardown says so rather than naming any job gone."""
+    from pytest_stacks.providers import site_jobs
+
+    said = site_jobs.said(site_jobs.Submitted(("12.0", "13.0")), None)
+    assert said == ["the 2 job(s) pytest-stacks' client submitted (12.0, 13.0) were not looked "
+                    "up by id: this site's teardown proves only that no job carrying the "
+                    "run's tag is left"]

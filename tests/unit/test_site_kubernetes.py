@@ -11,17 +11,21 @@ one namespace.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import pytest
 
 from pytest_stacks.backends.kubernetes import site
-from pytest_stacks.backends.kubernetes.api import ApiError, Obj, Objs
+from pytest_stacks.backends.kubernetes.adapter import run_namespace
+from pytest_stacks.backends.kubernetes.api import LABEL_RUN, ApiError, Obj, Objs
 from pytest_stacks.backends.kubernetes.fake import FakeCluster, controllers
 from pytest_stacks.backends.kubernetes.site import KubernetesSite
+from pytest_stacks.contract import JobSpec, submitted
 from pytest_stacks.errors import InfrastructureError
 from pytest_stacks.manifest import Stack, loads
+from pytest_stacks.providers import existing, site_jobs
+from pytest_stacks.providers.base import RunContext, StackInfo
 
 REPO = Path(__file__).resolve().parents[2]
 SITE = """
@@ -55,8 +59,8 @@ def started(version: str) -> str:
 class SiteCluster(FakeCluster):
     """The double, with container logs and the refusals of a namespace-confined user."""
 
-    def __init__(self) -> None:
-        super().__init__(autostart=False)
+    def __init__(self, *, autostart: bool = False) -> None:
+        super().__init__(autostart=autostart)
         self.pod_logs: dict[tuple[str, str], str] = {}
         self.forbidden: set[tuple[str, str | None]] = set()  # (kind, namespace or None: all)
 
@@ -75,6 +79,9 @@ class SiteCluster(FakeCluster):
 
     def close(self) -> None:
         pass  # the site closes its client after each call; the test's cluster lives on
+
+    def stop(self) -> None:
+        super().close()
 
     def namespace(self, name: str) -> None:
         self.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
@@ -192,3 +199,67 @@ def test_a_crd_that_does_not_serve_the_drivers_version_is_refused(
     with pytest.raises(InfrastructureError) as caught:
         _check()
     assert "does not serve kubeflow.org/v2beta1" in str(caught.value)
+
+
+# ------------------------------------------------------------ the run's end
+
+RUN = "20261201000000-abcdef12"
+
+
+@pytest.fixture
+def running(monkeypatch: pytest.MonkeyPatch) -> Iterator[SiteCluster]:
+    """The double with its controllers running (kwok runs the pods; namespaces and their
+    contents are deleted as a real cluster deletes them)."""
+    made = SiteCluster(autostart=True)
+    made.namespace("team")
+    monkeypatch.setattr(site, "_api", lambda endpoints, timeout=10.0: made)
+    yield made
+    made.stop()
+
+
+def _run(tmp_path: Path, endpoints: dict[str, str], jobs: int) -> tuple[RunContext, list[str]]:
+    """A site run that made its place and submitted ``jobs`` pods with pytest-stacks' client
+    (their ids written down as the plugin's recording client does)."""
+    ctx = RunContext.for_this_process(RUN, tmp_path / RUN)
+    ctx.run_dir.mkdir()
+    KubernetesSite().open_run(_stack(), None, endpoints, RUN, "{}")
+    client = KubernetesSite().client(_stack(), None, endpoints, ctx.run_dir)
+    ids = [h.job_id for h in submitted(client.submit([JobSpec(script="true\n")] * jobs))]
+    site_jobs.note(ctx.run_dir, "site-k8s", ids, ours=True)
+    return ctx, ids
+
+
+def _down(ctx: RunContext, endpoints: dict[str, str]) -> list[str]:
+    info = StackInfo(provider="existing", endpoints=endpoints, private={"run_id": RUN})
+    return existing.ExistingProvider().down(_stack(), info, ctx)
+
+
+def test_teardown_names_the_runs_objects_it_looked_up_and_what_it_cannot_vouch_for(
+        running: SiteCluster, tmp_path: Path) -> None:
+    endpoints = {"kubeconfig": "/kubeconfig"}
+    ctx, ids = _run(tmp_path, endpoints, jobs=2)
+    site_jobs.note(ctx.run_dir, "site-k8s", ["their-job-1"], ours=False)
+    said = _down(ctx, endpoints)
+    assert said == [
+        f"looked up by id after the run's end, 2 job(s) of the run are gone: {ids[0]}..2",
+        "not tracked: 1 job(s) the suite's own client (pytest_stacks_backend) submitted "
+        "(their-job-1); teardown neither ended nor looked for them, and does not say they "
+        "are gone"]
+    assert running.get("Namespace", None, run_namespace(RUN)) is None
+
+
+def test_an_object_of_the_run_that_lost_its_label_is_not_proven_gone(
+        running: SiteCluster, tmp_path: Path) -> None:
+    """A shared namespace, and an admission policy that rewrote one pod's labels: the sweep
+    by label deletes the others and never sees it; looked up by its name, it is left."""
+    endpoints = {"kubeconfig": "/kubeconfig", "namespace": "team"}
+    ctx, ids = _run(tmp_path, endpoints, jobs=2)
+    with running.store.lock:
+        relabelled = running.store.get("Pod", "team", ids[0])
+        assert relabelled is not None
+        relabelled["metadata"]["labels"].pop(LABEL_RUN)
+    with pytest.raises(InfrastructureError) as caught:
+        _down(ctx, endpoints)
+    said = str(caught.value)
+    assert f"Pod team/{ids[0]} is still there; it has no label {LABEL_RUN}={RUN}" in said
+    assert running.get("Pod", "team", ids[1]) is None, "the labelled one went"

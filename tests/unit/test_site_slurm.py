@@ -18,9 +18,12 @@ from pathlib import Path
 
 import pytest
 
+from pytest_stacks.backends.slurm.driver import run_comment
 from pytest_stacks.backends.slurm.site import SlurmSite
 from pytest_stacks.errors import InfrastructureError
 from pytest_stacks.manifest import Stack, loads
+from pytest_stacks.providers import existing, site_jobs, ssh_access
+from pytest_stacks.providers.base import RunContext, StackInfo
 from pytest_stacks.transports import CommandResult
 
 REPO = Path(__file__).resolve().parents[2]
@@ -177,3 +180,62 @@ def test_the_site_client_reports_the_daemon_and_the_client_apart(tmp_path: Path)
     node = LoginNode(daemon="25.05.3", client="24.05.8")
     client = SlurmSite().client(_stack(), node, ENDPOINTS, tmp_path / RUN)
     assert client.versions() == {"daemon": "25.05.3", "client": "24.05.8"}
+
+
+# ------------------------------------------------------------ the run's end
+
+
+@pytest.fixture
+def node(monkeypatch: pytest.MonkeyPatch) -> LoginNode:
+    """The login node, reached by the site's SSH route (here, the double itself)."""
+    made = LoginNode()
+    monkeypatch.setattr(ssh_access, "transport", lambda endpoints: made)
+    return made
+
+
+def _down(tmp_path: Path, ours: Sequence[str] = (), suites: Sequence[str] = ()) -> list[str]:
+    """The run's end, as its owner does it, after its tests submitted ``ours`` (through
+    pytest-stacks' client) and ``suites`` (through the suite's own client)."""
+    ctx = RunContext.for_this_process(RUN, tmp_path / RUN)
+    ctx.run_dir.mkdir()
+    site_jobs.note(ctx.run_dir, "site", list(ours), ours=True)
+    site_jobs.note(ctx.run_dir, "site", list(suites), ours=False)
+    info = StackInfo(provider="existing", endpoints=dict(ENDPOINTS), private={"run_id": RUN})
+    return existing.ExistingProvider().down(_stack(), info, ctx)
+
+
+def test_a_job_of_the_run_whose_tag_the_site_rewrote_is_not_proven_gone(
+        node: LoginNode, tmp_path: Path) -> None:
+    """A site's job_submit plugin that sets every job's comment (accounting) hides the run's
+    tag: the sweep by tag finds nothing, and used to say the run's jobs were gone. Looked up
+    by the ids the run's client submitted, job 101 is still running: not proven gone."""
+    node.queue("101", comment="project=hpc42")  # the run's, its tag overwritten
+    node.queue("102", comment=run_comment(RUN))  # the run's, tagged
+    node.queue("300", user="bob", comment="project=hpc42")  # another user's
+    with pytest.raises(InfrastructureError) as caught:
+        _down(tmp_path, ours=["100", "101", "102"])
+    said = str(caught.value)
+    assert "job 101 is still in squeue (RUNNING; its comment is 'project=hpc42'" in said
+    assert "102" not in node.jobs, "the tagged job was cancelled"
+    assert "101" in node.jobs and "300" in node.jobs, "nothing is cancelled by id alone"
+
+
+def test_teardown_says_which_jobs_it_looked_up_and_which_it_cannot_vouch_for(
+        node: LoginNode, tmp_path: Path) -> None:
+    """Every job pytest-stacks' client submitted is looked up by id and named gone; the
+    suite's own client's jobs (untagged: teardown cannot tell them from a colleague's) are
+    "not tracked", never "gone", and are left alone."""
+    node.queue("103", comment=run_comment(RUN))
+    node.queue("7001")  # the suite's own client's job, still running
+    said = _down(tmp_path, ours=["101", "102", "103"], suites=["7001", "7002"])
+    assert said == [
+        "looked up by id after the run's end, 3 job(s) of the run are gone: 101..103",
+        "not tracked: 2 job(s) the suite's own client (pytest_stacks_backend) submitted "
+        "(7001..7002); teardown neither ended nor looked for them, and does not say they "
+        "are gone"]
+    assert set(node.jobs) == {"7001"}
+    assert ("squeue", "-h", "-u", LOGIN, "-o", "%i|%T|%k") in node.asked
+
+
+def test_a_run_that_submitted_nothing_says_nothing(node: LoginNode, tmp_path: Path) -> None:
+    assert _down(tmp_path) == []

@@ -7,13 +7,14 @@ driver speaks, and the operator's own pods run one release (:mod:`.site_operator
 labels and container, their image's tag checked against what the binary logs; checked by the
 lifecycle against the manifest).
 Each run gets a namespace of its own, labelled with its id and annotated with its owner record;
-its end deletes that namespace and proves every object in it gone. A run never touches a
+its end deletes that namespace and proves every object in it gone, then looks each job the
+run's client made up by its name (:meth:`KubernetesSite.account_jobs`). A run never touches a
 namespace without our run label.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from pytest_stacks.backends.kubernetes import objects
@@ -28,6 +29,7 @@ from pytest_stacks.backends.kubernetes.api import (
 )
 from pytest_stacks.backends.kubernetes.cleanup import delete_labelled, delete_namespace
 from pytest_stacks.backends.kubernetes.site_operator import operator_version
+from pytest_stacks.backends.site_account import JobAccount
 from pytest_stacks.contract import JobClient
 from pytest_stacks.errors import InfrastructureError
 from pytest_stacks.manifest import Stack
@@ -170,6 +172,35 @@ class KubernetesSite:
         finally:
             api.close()
 
+    def account_jobs(self, stack: Stack, transport: Transport | None,
+                     endpoints: Mapping[str, str], run_id: str,
+                     job_ids: Sequence[str]) -> JobAccount:
+        """Each id is the name of a Pod or an MPIJob the run's client made in the run's
+        namespace (or the shared one): looked up by that name there after the run's end, so
+        an object whose run label was changed (an admission policy) is found all the same."""
+        namespace = endpoints.get(NAMESPACE) or run_namespace(run_id)
+        api = _api(endpoints, 30.0)
+        try:
+            left = {name: _still_there(api, namespace, name, run_id) for name in job_ids}
+        finally:
+            api.close()
+        return JobAccount(gone=tuple(name for name, lines in left.items() if not lines),
+                          left=tuple(line for lines in left.values() for line in lines))
+
+
+def _still_there(api: KubeApi, namespace: str, name: str, run_id: str) -> list[str]:
+    """The Pod or MPIJob of that name in the namespace, one line each (none: gone)."""
+    lines = []
+    for kind in ("Pod", "MPIJob"):
+        obj = api.get(kind, namespace, name)
+        if obj is None:
+            continue
+        m = meta(obj)
+        deleting = " (being deleted)" if m.get("deletionTimestamp") else ""
+        hidden = ("" if (m.get("labels") or {}).get(LABEL_RUN) == run_id else
+                  f"; it has no label {LABEL_RUN}={run_id}, so the label's sweep did not see it")
+        lines.append(f"{kind} {namespace}/{name} is still there{deleting}{hidden}")
+    return lines
 
 def _mpijobs_served(api: KubeApi, namespace: str) -> bool:
     """Whether the API serves MPIJobs (its CRD installed and Established), asked the way a

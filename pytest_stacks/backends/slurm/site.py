@@ -5,15 +5,17 @@ in the manifest's range; the client tools' own, ``sinfo -V``, is recorded apart)
 tools on the PATH, a node that can take a job now, and a job root the login
 user can write. Each run works in ``<job_root>/pst-<run id>/`` and tags its jobs with its id
 (name prefix and ``--comment``), so its end finds exactly its own jobs (``squeue -o %k``) and
-cancels only those.
+cancels only those; then it looks up, by id, each job the run's client submitted, which finds
+a job whose comment the site rewrote (:meth:`SlurmSite.account_jobs`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from pytest_stacks.backends import site_folders
+from pytest_stacks.backends.site_account import JobAccount
 from pytest_stacks.backends.slurm import parse
 from pytest_stacks.backends.slurm.driver import SlurmClient, run_comment
 from pytest_stacks.contract import JobClient
@@ -69,6 +71,22 @@ class SlurmSite(site_folders.FolderSite):
             queue="squeue")
         return left + site_folders.remove(channel, endpoints, run_id)
 
+    def account_jobs(self, stack: Stack, transport: Transport | None,
+                     endpoints: Mapping[str, str], run_id: str,
+                     job_ids: Sequence[str]) -> JobAccount:
+        """The run's submitted jobs looked up by id in the login user's queue after its end:
+        one the queue no longer lists is neither pending nor running; one it still lists is
+        left, with the comment it carries (a site's job_submit plugin that rewrote the run's
+        tag hid it from :meth:`remove_run`'s sweep)."""
+        queued = _queue(site_folders.need(transport, stack), endpoints[site_folders.LOGIN_USER])
+        marker, left = run_comment(run_id), []
+        for job_id in (i for i in job_ids if i in queued):
+            state, comment = queued[job_id]
+            hidden = ("" if comment == marker else f"; its comment is {comment!r}, not the "
+                      f"run's tag, so the tag's sweep did not see it")
+            left.append(f"job {job_id} is still in squeue ({state}{hidden})")
+        return JobAccount(gone=tuple(i for i in job_ids if i not in queued), left=tuple(left))
+
 
 def _versions(stack: Stack, channel: Transport) -> tuple[str, str]:
     """(slurmctld's version, the client tools'): the first is what the manifest's range is
@@ -91,12 +109,21 @@ def _versions(stack: Stack, channel: Transport) -> tuple[str, str]:
         raise InfrastructureError(stack.name, f"preflight 'version': {exc}") from None
 
 
-def _run_jobs(transport: Transport, user: str, run_id: str) -> list[str]:
-    """The run's jobs still in the queue (pending, running, completing): by the comment every
-    job of the run carries, among the login user's own."""
-    listed = transport.run(["squeue", "-h", "-u", user, "-o", "%i|%k"], timeout=30)
+def _queue(transport: Transport, user: str) -> dict[str, tuple[str, str]]:
+    """The login user's jobs still in the queue (pending, running, completing): id ->
+    (state, comment)."""
+    listed = transport.run(["squeue", "-h", "-u", user, "-o", "%i|%T|%k"], timeout=30)
     if not listed.ok:
         raise BackendCallError(f"squeue failed: {listed.stderr.strip()[:300]}")
+    found = {}
+    for line in listed.stdout.splitlines():
+        job, state, comment = [*line.split("|", 2), "", ""][:3]
+        found[job.strip()] = (state.strip(), comment.strip())
+    return found
+
+
+def _run_jobs(transport: Transport, user: str, run_id: str) -> list[str]:
+    """The run's jobs still in the queue: by the comment every job of the run carries, among
+    the login user's own."""
     marker = run_comment(run_id)
-    return [line.split("|", 1)[0] for line in listed.stdout.splitlines()
-            if line.partition("|")[2].strip() == marker]
+    return [job for job, (_, comment) in _queue(transport, user).items() if comment == marker]
