@@ -16,8 +16,11 @@ _NUMBERED = re.compile(r"(.*?)(\d+)")
 
 @dataclass(frozen=True)
 class JobAccount:
+    """``where``: what was asked, in words (``alice's jobs in squeue``, ``namespace team``)."""
+
     gone: tuple[str, ...] = ()
     left: tuple[str, ...] = ()
+    where: str = ""
 
 
 def shown(ids: Iterable[str]) -> str:

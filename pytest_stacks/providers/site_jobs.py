@@ -74,8 +74,9 @@ def said(submitted: Submitted, account: JobAccount | None) -> list[str]:
                      f"({shown(submitted.ours)}) were not looked up by id: this site's "
                      f"teardown proves only that no job carrying the run's tag is left")
     elif account is not None and account.gone:
-        lines.append(f"looked up by id after the run's end, {len(account.gone)} job(s) of the "
-                     f"run are gone: {shown(account.gone)}")
+        lines.append(f"looked up by id in {account.where or 'the site'} after the run's "
+                     f"end, {len(account.gone)} job(s) of the run are gone: "
+                     f"{shown(account.gone)}")
     if submitted.suites:
         lines.append(f"not tracked: {len(submitted.suites)} job(s) the suite's own client "
                      f"(pytest_stacks_backend) submitted ({shown(submitted.suites)}); "

@@ -241,7 +241,8 @@ def test_teardown_names_the_runs_objects_it_looked_up_and_what_it_cannot_vouch_f
     site_jobs.note(ctx.run_dir, "site-k8s", ["their-job-1"], ours=False)
     said = _down(ctx, endpoints)
     assert said == [
-        f"looked up by id after the run's end, 2 job(s) of the run are gone: {ids[0]}..2",
+        f"looked up by id in namespace {run_namespace(RUN)} (Pods and MPIJobs) after the "
+        f"run's end, 2 job(s) of the run are gone: {ids[0]}..2",
         "not tracked: 1 job(s) the suite's own client (pytest_stacks_backend) submitted "
         "(their-job-1); teardown neither ended nor looked for them, and does not say they "
         "are gone"]

@@ -229,7 +229,8 @@ def test_teardown_says_which_jobs_it_looked_up_and_which_it_cannot_vouch_for(
     node.queue("7001")  # the suite's own client's job, still running
     said = _down(tmp_path, ours=["101", "102", "103"], suites=["7001", "7002"])
     assert said == [
-        "looked up by id after the run's end, 3 job(s) of the run are gone: 101..103",
+        "looked up by id in squeue (alice's pending and running jobs) after the run's end, "
+        "3 job(s) of the run are gone: 101..103",
         "not tracked: 2 job(s) the suite's own client (pytest_stacks_backend) submitted "
         "(7001..7002); teardown neither ended nor looked for them, and does not say they "
         "are gone"]

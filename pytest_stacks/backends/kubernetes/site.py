@@ -185,7 +185,8 @@ class KubernetesSite:
         finally:
             api.close()
         return JobAccount(gone=tuple(name for name, lines in left.items() if not lines),
-                          left=tuple(line for lines in left.values() for line in lines))
+                          left=tuple(line for lines in left.values() for line in lines),
+                          where=f"namespace {namespace} (Pods and MPIJobs)")
 
 
 def _still_there(api: KubeApi, namespace: str, name: str, run_id: str) -> list[str]:

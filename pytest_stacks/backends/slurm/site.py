@@ -78,14 +78,16 @@ class SlurmSite(site_folders.FolderSite):
         one the queue no longer lists is neither pending nor running; one it still lists is
         left, with the comment it carries (a site's job_submit plugin that rewrote the run's
         tag hid it from :meth:`remove_run`'s sweep)."""
-        queued = _queue(site_folders.need(transport, stack), endpoints[site_folders.LOGIN_USER])
+        user = endpoints[site_folders.LOGIN_USER]
+        queued = _queue(site_folders.need(transport, stack), user)
         marker, left = run_comment(run_id), []
         for job_id in (i for i in job_ids if i in queued):
             state, comment = queued[job_id]
             hidden = ("" if comment == marker else f"; its comment is {comment!r}, not the "
                       f"run's tag, so the tag's sweep did not see it")
             left.append(f"job {job_id} is still in squeue ({state}{hidden})")
-        return JobAccount(gone=tuple(i for i in job_ids if i not in queued), left=tuple(left))
+        return JobAccount(gone=tuple(i for i in job_ids if i not in queued), left=tuple(left),
+                          where=f"squeue ({user}'s pending and running jobs)")
 
 
 def _versions(stack: Stack, channel: Transport) -> tuple[str, str]:
