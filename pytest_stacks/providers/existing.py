@@ -177,6 +177,7 @@ class ExistingProvider:
         if left:
             raise InfrastructureError(stack.name, f"run {run_id}'s objects on the site were "
                                                   f"not proven gone: " + "; ".join(left + said))
+        site_jobs.forget(ctx.run_dir, stack.name)
         return said
 
     def is_current(self, stack: Stack, info: StackInfo) -> bool:

@@ -53,6 +53,12 @@ def note(run_dir: Path, stack: str, job_ids: Sequence[str], *, ours: bool) -> No
         os.close(fd)
 
 
+def forget(run_dir: Path, stack: str) -> None:
+    """After a teardown that accounted for them: a stack brought up again in the same run
+    (ended early, then asked for) starts a list of its own."""
+    _path(run_dir, stack).unlink(missing_ok=True)
+
+
 def read(run_dir: Path, stack: str) -> Submitted:
     try:
         text = _path(run_dir, stack).read_text()

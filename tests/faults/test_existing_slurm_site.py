@@ -147,6 +147,9 @@ def test_the_suites_pass_against_the_site_and_leave_it_as_it_was(site: Site,
     summary = out.strip().splitlines()[-1]
     assert " passed" in summary and "failed" not in summary and "infra" not in summary, summary
     assert_whole_pass(results, "26.05.5")
+    # Teardown names the jobs it looked up by id (every one the run's client submitted).
+    assert "site-slurm: looked up by id in squeue (submitter's pending and running jobs)" \
+        in out, out[-3000:]
     # The site afterwards: up, and nothing of the run on it.
     assert site.run_folders() == before, "the run's folder is still on the site"
     assert site.tagged_jobs() == {}, "a job of the run is still queued"

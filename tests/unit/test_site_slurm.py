@@ -240,3 +240,12 @@ def test_teardown_says_which_jobs_it_looked_up_and_which_it_cannot_vouch_for(
 
 def test_a_run_that_submitted_nothing_says_nothing(node: LoginNode, tmp_path: Path) -> None:
     assert _down(tmp_path) == []
+
+
+def test_jobs_accounted_for_are_not_accounted_for_again(node: LoginNode, tmp_path: Path) -> None:
+    """A stack ended early and brought up again in the same run: its second end speaks of the
+    jobs submitted since, not of the first's again."""
+    assert _down(tmp_path, ours=["101"]) != []
+    ctx = RunContext.for_this_process(RUN, tmp_path / RUN)
+    info = StackInfo(provider="existing", endpoints=dict(ENDPOINTS), private={"run_id": RUN})
+    assert existing.ExistingProvider().down(_stack(), info, ctx) == []
