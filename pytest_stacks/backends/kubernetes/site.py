@@ -52,8 +52,8 @@ def _api(endpoints: Mapping[str, str], timeout: float = 10.0) -> KubeApi:
 
 
 def _established(crd: Obj) -> bool:
-    """Established, and serving the MPIJob version the driver speaks (an operator release
-    from before v2beta1 serves only v1 or v1alpha2)."""
+    """Established, and serving the MPIJob version the driver speaks (an older operator
+    release's CRD serves only v1 or v1alpha2)."""
     served = {str(v.get("name")) for v in (crd.get("spec") or {}).get("versions") or []
               if v.get("served")}
     return resource("MPIJob").version in served and any(
@@ -99,8 +99,8 @@ class KubernetesSite:
         if not crd_there:
             raise InfrastructureError(stack.name, (
                 f"preflight 'MPIJob CRD': {CRD} is missing, not Established or does not serve "
-                f"{resource('MPIJob').api_version} on the cluster. Install the MPI Operator "
-                f"(v0.4 or later: its CRD and deployment) first."))
+                f"{resource('MPIJob').api_version} on the cluster. Install an MPI Operator "
+                f"release whose CRD serves it (its CRD and deployment) first."))
         version, seen = operator_version(api)
         if not version:
             raise InfrastructureError(stack.name, (
