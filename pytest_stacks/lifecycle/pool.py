@@ -199,7 +199,8 @@ class StackPool:
     def teardown(self, stacks: dict[str, Stack], keep: Collection[str] = ()) -> list[Problem]:
         """Owner only: bring down every stack this run brought up, but those it keeps
         (:meth:`keep`). Returns problems (kind ``teardown``: a stack whose teardown was not
-        proven is an infrastructure error).
+        proven is an infrastructure error; one that is not ``failing`` is for a person to
+        read: what a site's teardown could not look for).
 
         ``stacks`` are the run's selected stacks by name.
         """

@@ -142,18 +142,21 @@ class StackRun:
     def end(self, record: StackRecord) -> list[Problem]:
         """Owner only: the run's objects inside the stack removed, then the stack itself down
         (unless it was borrowed from ``pytest-stacks up``, which stays up). Problems are kind
-        ``teardown``: what was not proven gone."""
+        ``teardown``: what was not proven gone; and, not failing, what the provider says it
+        could not look for."""
         problems = self._end_objects(record)
         if record.info.kept:
             self.files.forget()
             return problems
         try:
-            self.provider.down(self.stack, record.info, self.ctx)
+            notes = self.provider.down(self.stack, record.info, self.ctx)
         except Exception as exc:
             problems.append(Problem(self.stack.name, "teardown",
                                     f"teardown not proven: {said(exc)}"))
         else:
             self.files.forget()
+            problems += [Problem(self.stack.name, "teardown", line, failing=False)
+                         for line in notes or ()]
         return problems
 
     def _end_objects(self, record: StackRecord) -> list[Problem]:

@@ -17,20 +17,28 @@ from packaging.version import Version
 from pytest_stacks.contract import JobClient, JobHandle, JobSpec, SubmitResult
 from pytest_stacks.manifest import Stack
 from pytest_stacks.plugin.state import STATE, state
+from pytest_stacks.providers import site_jobs
 from pytest_stacks.providers.base import Attached
 from pytest_stacks.selection import parse_specifier
 
 
 class RecordingClient:
-    """The user's client, with the handles each test submits remembered for failure reports."""
+    """The user's client, with the handles each test submits remembered for failure reports,
+    and (``submitted``: an existing deployment) every id written down for the run's teardown
+    to look up (:mod:`pytest_stacks.providers.site_jobs`)."""
 
-    def __init__(self, inner: Any) -> None:
+    def __init__(self, inner: Any,
+                 submitted: Callable[[list[str]], None] | None = None) -> None:
         self._inner = inner
+        self._submitted = submitted
         self.handles: list[JobHandle] = []
 
     def submit(self, specs: Sequence[JobSpec]) -> list[SubmitResult]:
         results = self._inner.submit(specs)
-        self.handles.extend(r.handle for r in results if r.handle is not None)
+        handles = [r.handle for r in results if r.handle is not None]
+        self.handles.extend(handles)
+        if self._submitted is not None and handles:
+            self._submitted([h.job_id for h in handles])
         return list(results)
 
     def __getattr__(self, name: str) -> Any:
@@ -79,7 +87,14 @@ def _stack_client(request: pytest.FixtureRequest, stack: Stack) -> RecordingClie
     attached = _attached(request, stack)
     user = request.config.hook.pytest_stacks_backend(stack=stack, default=attached.client,
                                                      info=attached.public_info())
-    return RecordingClient(user if user is not None else attached.client)
+    client = user if user is not None else attached.client
+    pool = state(request.config).pool
+    if stack.provider != "existing" or pool is None:
+        return RecordingClient(client)
+    # Ours: pytest-stacks' client, which tags each job with the run; anything else the
+    # suite's own, whose jobs a site's teardown cannot find and does not vouch for.
+    return RecordingClient(client, functools.partial(
+        site_jobs.note, pool.ctx.run_dir, stack.name, ours=client is attached.client))
 
 
 @pytest.fixture

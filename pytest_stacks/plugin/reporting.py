@@ -202,7 +202,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         kept = current.pool.keep(selected, _to_keep(session.config, current),
                                  "a test failed on it or it hit an infrastructure error "
                                  "(--stack-keep=on-failure)")
-        current.closing_problems.extend(current.pool.teardown(selected, keep=kept))
+        for problem in current.pool.teardown(selected, keep=kept):
+            (current.closing_problems if problem.failing else current.notes).append(problem)
     current.notes += [Problem(name, "kept", line, failing=False) for name, line in kept.items()]
     if not current.closing_problems and not kept:
         current.pool.run_dir.remove()

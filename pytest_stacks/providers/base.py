@@ -4,11 +4,12 @@ running stack that cross processes (:class:`StackInfo`)."""
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
+from pytest_stacks.backends.site_account import JobAccount
 from pytest_stacks.contract import JobClient
 from pytest_stacks.gobuild import GoModuleBuild
 from pytest_stacks.manifest import Stack
@@ -131,8 +132,10 @@ class Provider(Protocol):
 
     def attach(self, stack: Stack, info: StackInfo, ctx: RunContext) -> Attached: ...
 
-    def down(self, stack: Stack, info: StackInfo, ctx: RunContext) -> None:
-        """Remove everything ``up`` created; raise InfrastructureError if that cannot be proven."""
+    def down(self, stack: Stack, info: StackInfo, ctx: RunContext) -> list[str] | None:
+        """Remove everything ``up`` created; raise InfrastructureError if that cannot be proven.
+        May return lines a person should read about what it could not look for (a site's
+        jobs it cannot see): said, never failing."""
         ...
 
     def is_current(self, stack: Stack, info: StackInfo) -> bool:
@@ -221,6 +224,18 @@ class SiteAdapter(Protocol):
                    endpoints: Mapping[str, str], run_id: str) -> list[str]:
         """Remove one run's objects (its jobs ended, its place deleted) and look again;
         returns what is left, one line each ([] = proven gone)."""
+        ...
+
+
+@runtime_checkable
+class JobAccounting(Protocol):
+    """Optional, beside :class:`SiteAdapter`: the site looks up, by id, each job the run's
+    client submitted, after the run's end (the jobs a rewritten tag hid from the sweep are
+    found that way)."""
+
+    def account_jobs(self, stack: Stack, transport: Transport | None,
+                     endpoints: Mapping[str, str], run_id: str,
+                     job_ids: Sequence[str]) -> JobAccount:
         ...
 
 

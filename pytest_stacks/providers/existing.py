@@ -5,8 +5,10 @@ Bring-up is attach and preflight (:meth:`SiteAdapter.check`): reachable, authent
 observed versions in the manifest's range, the capabilities' prerequisites present; then the
 dead runs of this host are reaped and the run gets its own place on the site (a working folder,
 a namespace) with its owner record. Teardown removes the run's objects and proves them gone by
-looking again; the site itself stays as it was. Routes and secrets come from the manifest's
-``existing:`` block through :mod:`.site_route` (files and environment variables, never inline).
+looking again, then has the site look up each job the run's client submitted by its id
+(:mod:`.site_jobs`), and says which it could not look for; the site itself stays as it was.
+Routes and secrets come from the manifest's ``existing:`` block through :mod:`.site_route`
+(files and environment variables, never inline).
 """
 
 from __future__ import annotations
@@ -17,11 +19,18 @@ from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass
 
 from pytest_stacks import places
+from pytest_stacks.backends.site_account import JobAccount
 from pytest_stacks.errors import BackendCallError, InfrastructureError, StacksError
 from pytest_stacks.gobuild import GoModuleBuild
 from pytest_stacks.manifest import Stack
-from pytest_stacks.providers import site_adapter, site_route, ssh_access
-from pytest_stacks.providers.base import Attached, RunContext, SiteAdapter, StackInfo
+from pytest_stacks.providers import site_adapter, site_jobs, site_route, ssh_access
+from pytest_stacks.providers.base import (
+    Attached,
+    JobAccounting,
+    RunContext,
+    SiteAdapter,
+    StackInfo,
+)
 from pytest_stacks.providers.site_owners import RunOwner, is_dead
 from pytest_stacks.transports import Transport
 
@@ -99,6 +108,16 @@ class Site:
         with self.transport() as channel:
             return self.adapter.remove_run(self.stack, channel, self.endpoints, run_id)
 
+    def account(self, run_id: str, job_ids: tuple[str, ...]) -> JobAccount | None:
+        """Each id looked up on the site now; None where its adapter cannot look one up."""
+        if not isinstance(self.adapter, JobAccounting):
+            return None
+        if not job_ids:
+            return JobAccount()
+        with self.transport() as channel:
+            return self.adapter.account_jobs(self.stack, channel, self.endpoints, run_id,
+                                             job_ids)
+
 
 class ExistingProvider:
     def preflight(self, stack: Stack, ctx: RunContext) -> None:
@@ -143,14 +162,23 @@ class ExistingProvider:
 
         return Attached(client, info, lambda: SITE_LOGS, close)
 
-    def down(self, stack: Stack, info: StackInfo, ctx: RunContext) -> None:
+    def down(self, stack: Stack, info: StackInfo, ctx: RunContext) -> list[str]:
         """The run's objects removed (again: the client's ``end_run`` went first where it has
-        one) and proven gone; the deployment itself is left as it was."""
+        one) and proven gone, then each job the run's client submitted looked up by its id;
+        the deployment itself is left as it was. Returns what teardown looked up and found
+        gone, and what it could not look for (the suite's own client's jobs: not tracked)."""
         run_id = info.private.get("run_id", ctx.run_id)
-        left = Site.of(stack, info.endpoints).remove(run_id)
+        site = Site.of(stack, info.endpoints)
+        left = site.remove(run_id)
+        submitted = site_jobs.read(ctx.run_dir, stack.name)
+        account = site.account(run_id, submitted.ours)
+        left += account.left if account is not None else ()
+        said = site_jobs.said(submitted, account)
         if left:
             raise InfrastructureError(stack.name, f"run {run_id}'s objects on the site were "
-                                                  f"not proven gone: " + "; ".join(left))
+                                                  f"not proven gone: " + "; ".join(left + said))
+        site_jobs.forget(ctx.run_dir, stack.name)
+        return said
 
     def is_current(self, stack: Stack, info: StackInfo) -> bool:
         return False  # each run attaches on its own, with its own place on the site

@@ -110,6 +110,7 @@ def test_the_suites_pass_against_the_cluster_and_leave_no_namespace(cluster: Clu
     out = done.stdout + done.stderr
     assert done.returncode == 0, out[-6000:]
     assert_whole_pass(results, "0.8.2")
+    assert "site-k8s: looked up by id in namespace pst-" in out, out[-3000:]
     assert cluster.run_namespaces() == {}, "a namespace of the run is left on the cluster"
     assert cluster.kubectl("get", "crd", "mpijobs.kubeflow.org").returncode == 0
 

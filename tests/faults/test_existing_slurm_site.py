@@ -122,8 +122,8 @@ def test_doctor_runs_the_preflight_alone(site: Site, tmp_path: Path) -> None:
                            "doctor", "site-slurm"], capture_output=True, text=True,
                           env={**os.environ, **site.env}, timeout=120, check=False)
     assert said.returncode == 0, said.stdout + said.stderr
-    assert "[ok  ] site site-slurm: reachable, authenticated, slurm version 26.05.5" \
-        in said.stdout, said.stdout
+    assert ("[ok  ] site site-slurm: reachable, authenticated, slurm client version 26.05.5, "
+            "slurmctld version 26.05.5") in said.stdout, said.stdout
     assert "docker" not in said.stdout.lower(), "a site needs nothing of this machine's engine"
     missing = subprocess.run([CLI, "--manifest", str(manifest),
                               "doctor", "site-slurm"], capture_output=True, text=True,
@@ -147,6 +147,9 @@ def test_the_suites_pass_against_the_site_and_leave_it_as_it_was(site: Site,
     summary = out.strip().splitlines()[-1]
     assert " passed" in summary and "failed" not in summary and "infra" not in summary, summary
     assert_whole_pass(results, "26.05.5")
+    # Teardown names the jobs it looked up by id (every one the run's client submitted).
+    assert "site-slurm: looked up by id in squeue (submitter's pending and running jobs)" \
+        in out, out[-3000:]
     # The site afterwards: up, and nothing of the run on it.
     assert site.run_folders() == before, "the run's folder is still on the site"
     assert site.tagged_jobs() == {}, "a job of the run is still queued"
@@ -209,7 +212,7 @@ def test_a_site_that_fails_its_preflight_is_infra_in_seconds_and_gets_nothing(
     env, versions = dict(site.env), ">=24.11,<27"
     expected = ""
     if fault == "version outside the range":
-        versions, expected = ">=27", "the site runs Slurm 26.05.5, outside the range '>=27'"
+        versions, expected = ">=27", "slurmctld runs Slurm 26.05.5"
     elif fault == "wrong host key":
         env["SITE_KNOWN_HOSTS"] = _swapped_host_keys(site, tmp_path)
         expected = "host key"

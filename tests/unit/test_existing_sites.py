@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_stacks.backends.kubernetes.site import operator_version
+from pytest_stacks.backends.kubernetes.site_operator import sighting
 from pytest_stacks.errors import InfrastructureError, ManifestError
 from pytest_stacks.manifest import Stack, loads
 from pytest_stacks.providers import site_route
@@ -155,22 +155,29 @@ def test_an_unreadable_owner_record_is_refused() -> None:
     assert RunOwner.from_json(_owner().to_json()) == _owner()
 
 
-def test_the_operator_version_is_a_ready_pods_image_tag() -> None:
-    def pod(image: str, ready: bool) -> dict[str, object]:
-        return {"metadata": {"namespace": "mpi-operator", "name": "op"},
-                "spec": {"containers": [{"image": image}]},
-                "status": {"conditions": [{"type": "Ready",
-                                           "status": "True" if ready else "False"}]}}
-    assert operator_version([pod("mpioperator/mpi-operator:0.8.2", True)])[0] == "0.8.2"
-    assert operator_version([pod("registry.local/mpi-operator:v0.8.2@sha256:ab", True)])[0] \
-        == "0.8.2"
-    version, seen = operator_version([pod("mpioperator/mpi-operator:0.8.2", False)])
-    assert version == "" and "not ready" in seen
-    assert operator_version([pod("pytest-stacks/mpi-operator:v0.8.2-754416ab0c213b38",
-                                 True)])[0] == "0.8.2"
-    assert operator_version([pod("mpioperator/mpi-operator:latest", True)])[0] == ""
-    assert operator_version([pod("mpioperator/mpi-operator:0.9.0-rc.1", True)])[0] == ""
-    assert operator_version([pod("busybox:1.36", True)]) == ("", "")
+def test_the_operator_version_is_a_ready_operator_pods_release_tag() -> None:
+    """Without the binary's word (its log empty), an operator pod's image tag names its
+    version when it is a release (which pods are the operator's: test_site_kubernetes)."""
+    class NoLogs:
+        def logs(self, namespace: str, pod: str, limit_bytes: int = 65536, *,
+                 container: str = "") -> str:
+            return ""
+
+    def version(image: str, ready: bool = True, container: str = "mpi-operator") -> str:
+        pod = {"metadata": {"namespace": "mpi-operator", "name": "op"},
+               "spec": {"containers": [{"name": container, "image": image}]},
+               "status": {"conditions": [{"type": "Ready",
+                                          "status": "True" if ready else "False"}]}}
+        seen = sighting(NoLogs(), pod)  # type: ignore[arg-type]
+        return "(not the operator)" if seen is None else seen.version
+    assert version("mpioperator/mpi-operator:0.8.2") == "0.8.2"
+    assert version("registry.local:5000/mpi-operator:v0.8.2@sha256:ab") == "0.8.2"
+    assert version("registry.local:5000/mpi-operator@sha256:ab") == ""
+    assert version("mpioperator/mpi-operator:0.8.2", ready=False) == ""
+    assert version("pytest-stacks/mpi-operator:v0.8.2-754416ab0c213b38") == "0.8.2"
+    assert version("mpioperator/mpi-operator:latest") == ""
+    assert version("mpioperator/mpi-operator:0.9.0-rc.1") == ""
+    assert version("mpioperator/mpi-operator:0.8.2", container="sidecar") == "(not the operator)"
 
 
 def test_a_shared_namespace_loses_only_the_runs_objects() -> None:
@@ -197,3 +204,42 @@ def test_a_shared_namespace_loses_only_the_runs_objects() -> None:
         assert cluster.get("Namespace", None, "team") is not None
     finally:
         cluster.close()
+
+
+def test_every_submit_on_a_site_is_written_down_with_whose_client_made_it(
+        tmp_path: Path) -> None:
+    """The recording client writes each id its submits returned for the run's teardown to look
+    up; ids of pytest-stacks' client and of the suite's own are kept apart, each once."""
+    import functools
+
+    from pytest_stacks.contract import JobHandle, JobSpec, SubmitResult
+    from pytest_stacks.plugin.fixtures import RecordingClient
+    from pytest_stacks.providers import site_jobs
+
+    class Client:
+        def __init__(self, ids: list[str]) -> None:
+            self.ids = iter(ids)
+
+        def submit(self, specs: list[JobSpec]) -> list[SubmitResult]:
+            return [SubmitResult(JobHandle("site", next(self.ids))), SubmitResult(None, "no")]
+
+    ours = RecordingClient(Client(["101", "102"]), functools.partial(
+        site_jobs.note, tmp_path, "site", ours=True))
+    theirs = RecordingClient(Client(["a-1"]), functools.partial(
+        site_jobs.note, tmp_path, "site", ours=False))
+    ours.submit([JobSpec(script="true\n")])
+    theirs.submit([JobSpec(script="true\n")])
+    ours.submit([JobSpec(script="true\n")])
+    assert site_jobs.read(tmp_path, "site") == site_jobs.Submitted(("101", "102"), ("a-1",))
+    assert site_jobs.read(tmp_path, "other") == site_jobs.Submitted()
+
+
+def test_a_site_that_cannot_look_a_job_up_claims_no_job_gone() -> None:
+    """An adapter without a look-up by id (HTCondor's, for now): its tag's sweep is all it
+    proved, and teardown says so rather than naming any job gone."""
+    from pytest_stacks.providers import site_jobs
+
+    said = site_jobs.said(site_jobs.Submitted(("12.0", "13.0")), None)
+    assert said == ["the 2 job(s) pytest-stacks' client submitted (12.0, 13.0) were not looked "
+                    "up by id: this site's teardown proves only that no job carrying the "
+                    "run's tag is left"]

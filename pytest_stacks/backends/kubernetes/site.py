@@ -2,23 +2,34 @@
 (provider ``existing``).
 
 The preflight: the API server answers ``/version`` (in ``existing.kubernetes_versions``), the
-credentials may list namespaces, the MPIJob CRD is Established, and an operator pod runs
-(its image's tag is the operator version, checked by the lifecycle against the manifest).
+credentials may list namespaces, the MPIJob CRD is Established and serves the version the
+driver speaks, and the operator's own pods run one release (:mod:`.site_operator`: by their
+labels and container, their image's tag checked against what the binary logs; checked by the
+lifecycle against the manifest).
 Each run gets a namespace of its own, labelled with its id and annotated with its owner record;
-its end deletes that namespace and proves every object in it gone. A run never touches a
+its end deletes that namespace and proves every object in it gone, then looks each job the
+run's client made up by its name (:meth:`KubernetesSite.account_jobs`). A run never touches a
 namespace without our run label.
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from pytest_stacks.backends.kubernetes import objects
 from pytest_stacks.backends.kubernetes.adapter import client_for, run_namespace
-from pytest_stacks.backends.kubernetes.api import LABEL_RUN, ApiError, KubeApi, Obj, meta
+from pytest_stacks.backends.kubernetes.api import (
+    LABEL_RUN,
+    ApiError,
+    KubeApi,
+    Obj,
+    meta,
+    resource,
+)
 from pytest_stacks.backends.kubernetes.cleanup import delete_labelled, delete_namespace
+from pytest_stacks.backends.kubernetes.site_operator import operator_version
+from pytest_stacks.backends.site_account import JobAccount
 from pytest_stacks.contract import JobClient
 from pytest_stacks.errors import InfrastructureError
 from pytest_stacks.manifest import Stack
@@ -26,12 +37,8 @@ from pytest_stacks.transports import Transport
 from pytest_stacks.versions import in_range
 
 CRD = "mpijobs.kubeflow.org"
-OPERATOR_NAMESPACE = "mpi-operator"
 OWNER_PREFIX = "pst-run-"
 NAMESPACE = "namespace"
-OPERATOR_IMAGE = "mpi-operator"
-#: A release tag, optionally with a build's hash (a local build: ``v0.8.2-754416ab0c213b38``).
-TAG = re.compile(r"v?(\d+\.\d+\.\d+)(?:-[0-9a-f]{7,64})?")
 ANNOTATION_OWNER = "pytest-stacks.io/owner"
 KUBECONFIG, CONTEXT = "kubeconfig", "context"
 END_TIMEOUT = 120.0
@@ -45,31 +52,13 @@ def _api(endpoints: Mapping[str, str], timeout: float = 10.0) -> KubeApi:
 
 
 def _established(crd: Obj) -> bool:
-    return any(c.get("type") == "Established" and c.get("status") == "True"
-               for c in (crd.get("status") or {}).get("conditions") or [])
-
-
-def _ready(pod: Obj) -> bool:
-    return any(c.get("type") == "Ready" and c.get("status") == "True"
-               for c in (pod.get("status") or {}).get("conditions") or [])
-
-
-def operator_version(pods: list[Obj]) -> tuple[str, str]:
-    """(the version in a ready operator pod's image tag, what was seen): '' when none runs.
-    A pre-release or a floating tag (``0.9.0-rc.1``, ``latest``) names no version: refused."""
-    seen = []
-    for pod in pods:
-        for container in (pod.get("spec") or {}).get("containers") or []:
-            image = str(container.get("image", ""))
-            if OPERATOR_IMAGE not in image.rsplit("/", 1)[-1]:
-                continue
-            where = f"{meta(pod).get('namespace')}/{meta(pod).get('name')} ({image})"
-            seen.append(where + ("" if _ready(pod) else " not ready"))
-            tag = image.split("@", 1)[0].rsplit(":", 1)
-            found = TAG.fullmatch(tag[1]) if len(tag) == 2 else None
-            if found and _ready(pod):
-                return found.group(1), where
-    return "", "; ".join(seen)
+    """Established, and serving the MPIJob version the driver speaks (an older operator
+    release's CRD serves only v1 or v1alpha2)."""
+    served = {str(v.get("name")) for v in (crd.get("spec") or {}).get("versions") or []
+              if v.get("served")}
+    return resource("MPIJob").version in served and any(
+        c.get("type") == "Established" and c.get("status") == "True"
+        for c in (crd.get("status") or {}).get("conditions") or [])
 
 
 class KubernetesSite:
@@ -109,14 +98,16 @@ class KubernetesSite:
             crd_there = crd is not None and _established(crd)
         if not crd_there:
             raise InfrastructureError(stack.name, (
-                f"preflight 'MPIJob CRD': {CRD} is missing or not Established on the cluster. "
-                f"Install the MPI Operator (its CRD and deployment) first."))
-        version, seen = operator_version(_operator_pods(api))
+                f"preflight 'MPIJob CRD': {CRD} is missing, not Established or does not serve "
+                f"{resource('MPIJob').api_version} on the cluster. Install an MPI Operator "
+                f"release whose CRD serves it (its CRD and deployment) first."))
+        version, seen = operator_version(api)
         if not version:
             raise InfrastructureError(stack.name, (
-                f"preflight 'operator': no ready pod runs an {OPERATOR_IMAGE} image with a "
-                f"version tag ({seen or 'none found'}). Start the operator, or tag its image "
-                f"with its version."))
+                f"preflight 'operator': cannot tell which MPI Operator the cluster runs "
+                f"({seen}). Its ready pods (labelled app.kubernetes.io/name=mpi-operator, "
+                f"container mpi-operator) must name one release, by their image's tag or by "
+                f"the version their binary logs at its start."))
         if not stack.accepts_version(version):
             raise InfrastructureError(stack.name, (
                 f"preflight 'version': the cluster runs MPI Operator {version} ({seen}), "
@@ -181,6 +172,36 @@ class KubernetesSite:
         finally:
             api.close()
 
+    def account_jobs(self, stack: Stack, transport: Transport | None,
+                     endpoints: Mapping[str, str], run_id: str,
+                     job_ids: Sequence[str]) -> JobAccount:
+        """Each id is the name of a Pod or an MPIJob the run's client made in the run's
+        namespace (or the shared one): looked up by that name there after the run's end, so
+        an object whose run label was changed (an admission policy) is found all the same."""
+        namespace = endpoints.get(NAMESPACE) or run_namespace(run_id)
+        api = _api(endpoints, 30.0)
+        try:
+            left = {name: _still_there(api, namespace, name, run_id) for name in job_ids}
+        finally:
+            api.close()
+        return JobAccount(gone=tuple(name for name, lines in left.items() if not lines),
+                          left=tuple(line for lines in left.values() for line in lines),
+                          where=f"namespace {namespace} (Pods and MPIJobs)")
+
+
+def _still_there(api: KubeApi, namespace: str, name: str, run_id: str) -> list[str]:
+    """The Pod or MPIJob of that name in the namespace, one line each (none: gone)."""
+    lines = []
+    for kind in ("Pod", "MPIJob"):
+        obj = api.get(kind, namespace, name)
+        if obj is None:
+            continue
+        m = meta(obj)
+        deleting = " (being deleted)" if m.get("deletionTimestamp") else ""
+        hidden = ("" if (m.get("labels") or {}).get(LABEL_RUN) == run_id else
+                  f"; it has no label {LABEL_RUN}={run_id}, so the label's sweep did not see it")
+        lines.append(f"{kind} {namespace}/{name} is still there{deleting}{hidden}")
+    return lines
 
 def _mpijobs_served(api: KubeApi, namespace: str) -> bool:
     """Whether the API serves MPIJobs (its CRD installed and Established), asked the way a
@@ -193,12 +214,3 @@ def _mpijobs_served(api: KubeApi, namespace: str) -> bool:
         raise
     return True
 
-
-def _operator_pods(api: KubeApi) -> list[Obj]:
-    """Every pod, or (a user who may not list the whole cluster's) the operator's namespace's."""
-    try:
-        return api.list("Pod")
-    except ApiError as exc:
-        if exc.status != 403:
-            raise
-        return api.list("Pod", OPERATOR_NAMESPACE)

@@ -43,11 +43,13 @@ def run_comment(run_tag: str) -> str:
 class SlurmClient:
     def __init__(self, transport: Transport, stack: str, *, user: str = "submitter",
                  job_root: str = "/work/jobs", completion_user: str = "slurm",
-                 run_tag: str = "", bundles: Mapping[str, str] | None = None) -> None:
+                 run_tag: str = "", bundles: Mapping[str, str] | None = None,
+                 ask_controller: bool = False) -> None:
         """``run_tag``: on a shared site, every job carries the run's id (its name's prefix
         and its comment) so the run's jobs can be found, and only they, at its end.
         ``bundles``: the OCI bundle the nodes keep for each image a job may ask for
-        (:mod:`.containers`)."""
+        (:mod:`.containers`). ``ask_controller``: the daemon's version is slurmctld's own
+        answer, apart from the client tools' (a site, where the two may differ)."""
         self._transport = transport
         self._bundles = dict(bundles or {})
         self._run_tag = run_tag
@@ -58,7 +60,8 @@ class SlurmClient:
         self._workdirs: dict[str, str] = {}
         self._staged: dict[str, frozenset[str]] = {}  # job -> names the node stages itself
         self._has_json: bool | None = None
-        self._version: str | None = None
+        self._ask_controller = ask_controller
+        self._versions: dict[str, str] | None = None
         self._oci: tuple[str, bool] | None = None  # (where oci.conf must be, whether it is)
 
     # ------------------------------------------------------------ helpers
@@ -72,13 +75,24 @@ class SlurmClient:
         return result
 
     def versions(self) -> dict[str, str]:
-        if self._version is None:
-            self._version = parse.parse_version(self._run("sinfo", "-V").stdout)
-        return {"daemon": self._version}
+        """``sinfo -V`` is the client tools' own build and asks no daemon; slurmctld says its
+        version in ``scontrol show config``. A stack of ours installs both from one package
+        build, so there ``sinfo -V`` stands for the daemon (and the parity recordings hold
+        that exchange); a site (``ask_controller``) reports the two apart."""
+        if self._versions is None:
+            client = parse.parse_version(self._run("sinfo", "-V").stdout)
+            self._versions = {"daemon": client}
+            if self._ask_controller:
+                config = self._run("scontrol", "show", "config").stdout
+                self._versions = {"daemon": parse.parse_config_version(config),
+                                  "client": client}
+        return dict(self._versions)
 
     def _json_supported(self) -> bool:
+        """``squeue --json`` is the client's (its data_parser plugin writes the JSON)."""
         if self._has_json is None:
-            self._has_json = self._json_capable(self.versions()["daemon"])
+            versions = self.versions()
+            self._has_json = self._json_capable(versions.get("client") or versions["daemon"])
         return self._has_json
 
     @staticmethod
@@ -281,7 +295,8 @@ class SlurmClient:
         """The same client over ``tap(transport)`` (its jobs are its own: nothing is shared)."""
         return SlurmClient(tap(self._transport), self._stack, user=self._user,
                            job_root=self._job_root, completion_user=self._completion_user,
-                           run_tag=self._run_tag, bundles=self._bundles)
+                           run_tag=self._run_tag, bundles=self._bundles,
+                           ask_controller=self._ask_controller)
 
 
 def _placement(spec: JobSpec) -> list[str]:

@@ -73,6 +73,15 @@ def parse_version(sinfo_v: str) -> str:
     return match.group(1)
 
 
+def parse_config_version(show_config: str) -> str:
+    """``SLURM_VERSION = 24.11.5`` in ``scontrol show config``: slurmctld's own build (it fills
+    that field from its ``SLURM_VERSION_STRING``), not the client's, as ``sinfo -V`` is."""
+    match = re.search(r"^SLURM_VERSION\s*=\s*(\d+\.\d+\.\d+)", show_config, re.MULTILINE)
+    if not match:
+        raise ValueError(f"scontrol show config names no SLURM_VERSION: {show_config[:300]!r}")
+    return match.group(1)
+
+
 def parse_sbatch(stdout: str) -> str:
     """``sbatch --parsable`` prints ``<id>`` or ``<id>;<cluster>``."""
     text = stdout.strip().splitlines()[-1] if stdout.strip() else ""
