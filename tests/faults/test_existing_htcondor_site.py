@@ -100,6 +100,8 @@ def test_the_suites_pass_against_the_pool_and_leave_it_as_it_was(pool: Pool,
     out = done.stdout + done.stderr
     assert done.returncode == 0, out[-6000:]
     assert_whole_pass(results, "23.9.6")
+    # Teardown names the jobs it looked up by id (every one the run's client submitted).
+    assert "site-htcondor: looked up by id in condor_q (the schedd's queue)" in out, out[-3000:]
     assert pool.run_folders() == before, "the run's folder is still on the submit node"
     assert pool.tagged_jobs() == [], "a job of the run is still in the queue"
     assert pool.submit_node("condor_q", "-totals").returncode == 0, "the pool must stay up"

@@ -12,7 +12,7 @@ state.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from pytest_stacks.backends import site_folders
@@ -23,6 +23,8 @@ from pytest_stacks.backends.htcondor.remote_cli import (
     RemoteCliSchedd,
     schedd_version,
 )
+from pytest_stacks.backends.htcondor.translate import job_constraint, job_ids_of
+from pytest_stacks.backends.site_account import JobAccount
 from pytest_stacks.contract import JobClient
 from pytest_stacks.errors import BackendCallError, InfrastructureError
 from pytest_stacks.manifest import Stack
@@ -103,6 +105,35 @@ class HTCondorSite(site_folders.FolderSite):
             run_id, listed, lambda: channel.run(["condor_rm", "-constraint", constraint],
                                                 timeout=30), queue="condor_q")
         return left + site_folders.remove(channel, endpoints, run_id)
+
+    def account_jobs(self, stack: Stack, transport: Transport | None,
+                     endpoints: Mapping[str, str], run_id: str,
+                     job_ids: Sequence[str]) -> JobAccount:
+        """The run's submitted jobs looked up by id in the schedd's queue after its end: one
+        ``condor_q`` no longer lists is gone from the queue; one it still lists is left, with
+        the run tag it carries (a job whose tag a site's submit transform rewrote hid from
+        :meth:`remove_run`'s sweep)."""
+        channel = site_folders.need(transport, stack)
+        ids = job_ids_of(job_ids)
+        listed = channel.run(["condor_q", "-constraint", job_constraint(ids), "-af",
+                              "ClusterId", "ProcId", "JobStatus",
+                              RUN_ATTRIBUTE.removeprefix("MY.")], timeout=30) if ids else None
+        if listed is not None and not listed.ok:
+            raise BackendCallError(
+                f"condor_q failed: {(listed.stderr or listed.stdout).strip()[:300]}")
+        queued: dict[str, tuple[str, str]] = {}
+        for line in (listed.stdout if listed else "").splitlines():
+            parts = line.split(None, 3)
+            if len(parts) >= 3:
+                queued[f"{parts[0]}.{parts[1]}"] = (parts[2], parts[3] if len(parts) > 3 else "")
+        left = []
+        for job_id in (i for i in job_ids if i in queued):
+            status, tag = queued[job_id]
+            hidden = ("" if tag.strip('"') == run_id else f"; its run tag is {tag!r}, not "
+                      f"the run's, so the tag's sweep did not see it")
+            left.append(f"job {job_id} is still in condor_q (JobStatus {status}{hidden})")
+        return JobAccount(gone=tuple(i for i in job_ids if i not in queued), left=tuple(left),
+                          where="condor_q (the schedd's queue)")
 
 
 def _run_jobs(transport: Transport, constraint: str) -> dict[str, str]:
