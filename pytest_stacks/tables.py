@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import shutil
 from collections.abc import Mapping
 
 from rich.console import Console
@@ -11,9 +12,15 @@ from rich.table import Table
 from pytest_stacks.manifest import Manifest, Stack
 
 
+def width() -> int:
+    """As wide as ``COLUMNS`` says, else the terminal; 160 when neither says (a pipe, a CI
+    log), so a table written to a file keeps its rows on one line each."""
+    return max(40, shutil.get_terminal_size((160, 24)).columns)
+
+
 def _render(table: Table) -> str:
     buffer = io.StringIO()
-    Console(file=buffer, width=160, no_color=True, force_terminal=False).print(table)
+    Console(file=buffer, width=width(), no_color=True, force_terminal=False).print(table)
     return buffer.getvalue().rstrip()
 
 

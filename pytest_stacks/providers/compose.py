@@ -134,6 +134,9 @@ class ComposeProvider:
         upstream = _upstream_reference(stack, ctx)
         try:
             self.preflight(stack, ctx)
+        except StacksError as exc:
+            raise InfrastructureError(stack.name, str(exc), started=False) from None
+        try:
             base = images.ensure_base_image(stack.base_image) if stack.base_image else ""
             if upstream:
                 images.ensure_image(upstream, refresh=ctx.lane == "canary")

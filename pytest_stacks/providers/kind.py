@@ -131,6 +131,9 @@ class KindProvider:
         assert stack.kind is not None
         try:
             self.preflight(stack, ctx)
+        except StacksError as exc:
+            raise InfrastructureError(stack.name, str(exc), started=False) from None
+        try:
             tools = gobuild.ensure_built(tools_build(stack), timeout=stack.timeouts.build)
             node = self._node(stack)
             name = cluster_name(stack, ctx)
