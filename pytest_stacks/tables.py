@@ -33,7 +33,28 @@ def stacks_table(manifest: Manifest) -> str:
         version = " ".join([stack.version, *(f"({c} {v})" for c, v in stack.components.items())])
         table.add_row(stack.name, stack.backend, version, stack.role, stack.provider,
                       ",".join(lanes) or "-", " ".join(sorted(stack.capabilities)))
-    return _render(table)
+    return _render(table) + "\n" + "\n".join(windows(manifest))
+
+
+def windows(manifest: Manifest) -> list[str]:
+    """Each window the roles above are judged by, and the file and line it was written at:
+    a project's own, or the catalogue's it inherits."""
+    lines = ["windows (anchor .. leading edge):"]
+    for backend in manifest.backends.values():
+        entries = [(backend.name, backend.window, f"{backend.name}.window"),
+                   *((f"{backend.name} {c}", w, f"{backend.name}.components.{c}")
+                     for c, w in backend.components.items())]
+        for label, window, key in entries:
+            lines.append(f"  {label} {window.anchor} .. {window.leading_edge} "
+                         f"({_whose(manifest, key)})")
+    return lines
+
+
+def _whose(manifest: Manifest, key: str) -> str:
+    where = manifest.window_origins.get(key, "")
+    if manifest.catalogue is None:
+        return where or str(manifest.path)
+    return f"{'your file' if manifest.own_window(key) else 'the catalogue'}: {where}"
 
 
 def _needs_nothing(stack: Stack) -> str:
@@ -41,9 +62,11 @@ def _needs_nothing(stack: Stack) -> str:
             if stack.provider == "existing" else "nothing (in process)")
 
 
-def stack_details(stack: Stack, origins: Mapping[str, str] | None = None) -> str:
+def stack_details(stack: Stack, origins: Mapping[str, str] | None = None,
+                  manifest: Manifest | None = None) -> str:
     """One stack in full; with ``origins``, where each field came from (which file and line:
-    the project's manifest or the catalogue it extends)."""
+    the project's manifest or the catalogue it extends); with ``manifest``, the window its
+    role is judged by and where that was written."""
     lines = [
         f"name:          {stack.name}",
         f"description:   {stack.description or '-'}",
@@ -59,6 +82,10 @@ def stack_details(stack: Stack, origins: Mapping[str, str] | None = None) -> str
         f"capabilities:  {', '.join(sorted(stack.capabilities))}",
         f"requires:      {', '.join(stack.requires) or _needs_nothing(stack)}",
     ]
+    if manifest is not None and stack.backend in manifest.backends:
+        window = manifest.backends[stack.backend].window
+        lines.insert(4, f"window:        {window.anchor} .. {window.leading_edge} (from "
+                        f"{_whose(manifest, f'{stack.backend}.window')})")
     if stack.existing:
         lines.append(f"existing:      accepts {stack.allowed_versions}"
                      + (f", Kubernetes {stack.existing.kubernetes_versions!r}"

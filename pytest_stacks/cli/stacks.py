@@ -24,7 +24,8 @@ def cmd_show(args: argparse.Namespace) -> int:
     loaded = manifest(args)
     if args.name not in loaded.names():
         raise UnknownStackError(unknown_stack_message(args.name, loaded.names(), loaded))
-    print(tables.stack_details(loaded.get(args.name), loaded.origins.get(args.name, {})))
+    print(tables.stack_details(loaded.get(args.name), loaded.origins.get(args.name, {}),
+                               loaded))
     return 0
 
 
