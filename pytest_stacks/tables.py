@@ -33,21 +33,23 @@ def stacks_table(manifest: Manifest) -> str:
         version = " ".join([stack.version, *(f"({c} {v})" for c, v in stack.components.items())])
         table.add_row(stack.name, stack.backend, version, stack.role, stack.provider,
                       ",".join(lanes) or "-", " ".join(sorted(stack.capabilities)))
-    return _render(table) + "\n" + "\n".join(windows(manifest))
+    return _render(table) + "\n" + _render(windows(manifest))
 
 
-def windows(manifest: Manifest) -> list[str]:
+def windows(manifest: Manifest) -> Table:
     """Each window the roles above are judged by, and the file and line it was written at:
     a project's own, or the catalogue's it inherits."""
-    lines = ["windows (anchor .. leading edge):"]
+    table = Table(title="support windows")
+    for column in ("backend", "anchor .. leading edge", "written at"):
+        table.add_column(column)
     for backend in manifest.backends.values():
         entries = [(backend.name, backend.window, f"{backend.name}.window"),
                    *((f"{backend.name} {c}", w, f"{backend.name}.components.{c}")
                      for c, w in backend.components.items())]
         for label, window, key in entries:
-            lines.append(f"  {label} {window.anchor} .. {window.leading_edge} "
-                         f"({_whose(manifest, key)})")
-    return lines
+            table.add_row(label, f"{window.anchor} .. {window.leading_edge}",
+                          _whose(manifest, key))
+    return table
 
 
 def _whose(manifest: Manifest, key: str) -> str:

@@ -95,3 +95,43 @@ def test_tables_honour_columns(monkeypatch: pytest.MonkeyPatch,
     assert main(["list"]) == 0
     wide = capsys.readouterr().out.splitlines()
     assert max(len(line) for line in wide) > 60
+
+
+ROOT = Path(__file__).resolve().parents[2]
+PAGES = [ROOT / "README.md", ROOT / "CHANGELOG.md", *sorted((ROOT / "docs").glob("*.md"))]
+
+
+def _anchor(heading: str) -> str:
+    """GitHub's anchor of a Markdown heading."""
+    import re
+
+    text = re.sub(r"[^\w\- ]", "", heading.strip().lower())
+    return text.replace(" ", "-")
+
+
+def test_the_readme_is_short_and_keeps_the_set_up_commands_and_first_example() -> None:
+    readme = (ROOT / "README.md").read_text()
+    assert len(readme.splitlines()) < 150
+    for line in ("bash scripts/setup.sh", "bash scripts/test.sh",
+                 "pytest --stack=fake-slurm              # your tests/"):
+        assert line in readme
+
+
+def test_every_relative_link_of_the_readme_and_docs_resolves() -> None:
+    import re
+
+    broken = []
+    for page in PAGES:
+        for target in re.findall(r"\]\(([^)\s]+)\)", page.read_text()):
+            if target.startswith(("http://", "https://", "mailto:")):
+                continue
+            path, _, anchor = target.partition("#")
+            doc = (page.parent / path).resolve() if path else page
+            if not doc.exists():
+                broken.append(f"{page.name}: {target} (no such file)")
+                continue
+            if anchor and doc.suffix == ".md":
+                anchors = {_anchor(h) for h in re.findall(r"^#+ (.*)$", doc.read_text(), re.M)}
+                if anchor not in anchors:
+                    broken.append(f"{page.name}: {target} (no such heading)")
+    assert not broken, broken

@@ -192,7 +192,7 @@ def test_a_user_widens_a_catalogue_window_in_their_own_file(
     assert f"window:        23.9 .. 25.14 (from your file: {path}:" in out, out
     assert main(["--manifest", str(path), "list"]) == 0
     out = capsys.readouterr().out
-    assert "htcondor 23.9 .. 25.14 (" in out and "manifest.yaml:" in out, out
+    assert "23.9 .. 25.14" in out and "your file:" in out and "the catalogue:" in out, out
 
 
 @pytest.mark.parametrize(("window", "expected"), [
