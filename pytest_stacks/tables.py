@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import io
+import os
 import shutil
+import sys
 from collections.abc import Mapping
 
 from rich.console import Console
@@ -13,9 +15,15 @@ from pytest_stacks.manifest import Manifest, Stack
 
 
 def width() -> int:
-    """As wide as ``COLUMNS`` says, else the terminal; 160 when neither says (a pipe, a CI
-    log), so a table written to a file keeps its rows on one line each."""
-    return max(40, shutil.get_terminal_size((160, 24)).columns)
+    """As wide as ``COLUMNS`` says, else the terminal on stdout; 160 when neither says (a
+    pipe, a CI log, a captured pytest run), so a table written to a file keeps its rows on
+    one line each."""
+    columns = os.environ.get("COLUMNS", "")
+    if columns.isdigit():
+        return max(40, int(columns))
+    if sys.stdout is not None and sys.stdout.isatty():
+        return max(40, shutil.get_terminal_size((160, 24)).columns)
+    return 160
 
 
 def _render(table: Table) -> str:
@@ -27,7 +35,7 @@ def _render(table: Table) -> str:
 def stacks_table(manifest: Manifest) -> str:
     table = Table(title=f"stacks in {manifest.path}")
     for column in ("stack", "backend", "version", "role", "provider", "lanes", "capabilities"):
-        table.add_column(column)
+        table.add_column(column, overflow="fold")
     for stack in manifest.stacks:
         lanes = [*stack.lanes, *(["canary"] if stack.canary else [])]
         version = " ".join([stack.version, *(f"({c} {v})" for c, v in stack.components.items())])
@@ -41,7 +49,7 @@ def windows(manifest: Manifest) -> Table:
     a project's own, or the catalogue's it inherits."""
     table = Table(title="support windows")
     for column in ("backend", "anchor .. leading edge", "written at"):
-        table.add_column(column)
+        table.add_column(column, overflow="fold")
     for backend in manifest.backends.values():
         entries = [(backend.name, backend.window, f"{backend.name}.window"),
                    *((f"{backend.name} {c}", w, f"{backend.name}.components.{c}")

@@ -326,6 +326,11 @@ def register(sub: Any) -> None:
                            "of this machine's engine)")
     reap.add_argument("--dry-run", action="store_true")
     reap.set_defaults(func=cmd_reap)
+    _register_running(sub)
+
+
+def _register_running(sub: Any) -> None:
+    """The commands that start, end, read or prepare stacks."""
     up = sub.add_parser("up", help="bring a stack up and keep it for a development loop",
                         description=(
         "Bring one stack up, prove it (version, probe job) and keep it for a development "

@@ -132,10 +132,7 @@ class ComposeProvider:
         """Preflight, then what the build needs: the base image, the upstream image, the
         host-built programs (base reference, upstream reference, compose environment)."""
         upstream = _upstream_reference(stack, ctx)
-        try:
-            self.preflight(stack, ctx)
-        except StacksError as exc:
-            raise InfrastructureError(stack.name, str(exc), started=False) from None
+        preflight.refusing(stack.name, lambda: self.preflight(stack, ctx))
         try:
             base = images.ensure_base_image(stack.base_image) if stack.base_image else ""
             if upstream:

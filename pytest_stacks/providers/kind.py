@@ -129,10 +129,7 @@ class KindProvider:
 
     def up(self, stack: Stack, ctx: RunContext) -> StackInfo:
         assert stack.kind is not None
-        try:
-            self.preflight(stack, ctx)
-        except StacksError as exc:
-            raise InfrastructureError(stack.name, str(exc), started=False) from None
+        preflight.refusing(stack.name, lambda: self.preflight(stack, ctx))
         try:
             tools = gobuild.ensure_built(tools_build(stack), timeout=stack.timeouts.build)
             node = self._node(stack)

@@ -12,6 +12,8 @@ import json
 
 import pytest
 
+from pytest_stacks import dockerutil
+
 pytest_plugins = ["pytester"]
 
 USER_TESTS = """
@@ -120,6 +122,7 @@ def test_no_docker_is_said_once(user_project: pytest.Pytester,
     paragraph); the summary line points at it; a run that never reached an engine has
     nothing of its own to sweep, so no FAIL-CLOSED teardown repeats it."""
     monkeypatch.setenv("DOCKER_HOST", f"unix://{user_project.path}/no-docker.sock")
+    monkeypatch.setattr(dockerutil, "_CLIENT", None)  # none cached from an engine elsewhere
     result = user_project.runpytest("--stack=slurm-24.11", "-p", "no:randomly")
     out = result.stdout.str()
     assert out.count("no Docker engine is reachable") == 1, out

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_stacks import places
+from pytest_stacks import dockerutil, places
 from pytest_stacks.cli import build_parser, main
 
 pytest_plugins = ["pytester"]
@@ -20,6 +20,7 @@ pytest_plugins = ["pytester"]
 def no_docker_and_a_private_state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """No engine answers; kept records and run directories are this test's own."""
     monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-docker.sock")
+    monkeypatch.setattr(dockerutil, "_CLIENT", None)  # none cached from an engine elsewhere
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
     (tmp_path / "tmp").mkdir()
     monkeypatch.setenv("TMPDIR", str(tmp_path / "tmp"))

@@ -173,7 +173,8 @@ stacks:
 
 
 def test_a_user_widens_a_catalogue_window_in_their_own_file(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
     """A stack newer than the catalogue's leading edge is refused with the way out in the
     user's own file; writing the wider window there is that way, and `show` says whose it is."""
     text = problems(project(tmp_path, HTCONDOR_25_14, use="[htcondor-25]"))
@@ -190,6 +191,7 @@ def test_a_user_widens_a_catalogue_window_in_their_own_file(
     assert main(["--manifest", str(path), "show", "my-htcondor"]) == 0
     out = capsys.readouterr().out
     assert f"window:        23.9 .. 25.14 (from your file: {path}:" in out, out
+    monkeypatch.setenv("COLUMNS", "250")  # the table fits COLUMNS: a row per line here
     assert main(["--manifest", str(path), "list"]) == 0
     out = capsys.readouterr().out
     assert "23.9 .. 25.14" in out and "your file:" in out and "the catalogue:" in out, out
