@@ -4,8 +4,8 @@ Runs ``bench/fake_lane.py``, ``bench/kubernetes.py``, ``bench/kind.py``, ``bench
 and ``bench/object_store.py``
 (each as its own process, as a person would), reads the figures they print, and prints one
 table: what, the target, what was measured, whether it is met. With ``--write`` the table
-replaces the part of README.md between the two ``bench/performance.py`` markers, so the
-README's figures are always the last ones measured, never typed by hand. A bench whose output
+replaces the part of docs/performance.md between the two ``bench/performance.py`` markers, so
+the page's figures are always the last ones measured, never typed by hand. A bench whose output
 no longer carries a figure stops this script with the line it could not read: a table with a
 hole is not written. Benchmarks print; tests never time. Needs Docker and Go (the real stacks).
 
@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-README = ROOT / "README.md"
+PAGE = ROOT / "docs" / "performance.md"
 BEGIN = "<!-- bench/performance.py: begin -->"
 END = "<!-- bench/performance.py: end -->"
 
@@ -123,18 +123,18 @@ def table(figures: list[Figure], measured_on: str) -> str:
 
 
 def write_readme(text: str) -> None:
-    readme = README.read_text(encoding="utf-8")
+    readme = PAGE.read_text(encoding="utf-8")
     if readme.count(BEGIN) != 1 or readme.count(END) != 1:
-        sys.exit(f"{README}: needs exactly one {BEGIN!r} and one {END!r} line")
+        sys.exit(f"{PAGE}: needs exactly one {BEGIN!r} and one {END!r} line")
     head, rest = readme.split(BEGIN)
     _, tail = rest.split(END)
-    README.write_text(f"{head}{BEGIN}\n{text}\n{END}{tail}", encoding="utf-8")
+    PAGE.write_text(f"{head}{BEGIN}\n{text}\n{END}{tail}", encoding="utf-8")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--write", action="store_true", help="rewrite README.md's table")
+    parser.add_argument("--write", action="store_true", help="rewrite docs/performance.md's table")
     parser.add_argument("--skip", action="append", default=[], choices=sorted(BENCHES),
                         help="leave a bench out (not with --write: the table would lack it)")
     args = parser.parse_args()
@@ -151,7 +151,7 @@ def main() -> None:
     print(text)
     if args.write:
         write_readme(text)
-        print(f"written to {README}", file=sys.stderr)
+        print(f"written to {PAGE}", file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -174,9 +174,12 @@ def site_check(stack: Stack) -> Check:
 
 def checks(manifest: Manifest | None, stacks: Sequence[Stack] = ()) -> list[Check]:
     sites = [site_check(s) for s in stacks if s.provider == "existing"]
-    if stacks and len(sites) == len(stacks):
-        return sites  # a site needs nothing of this machine but its route
-    out: list[Check] = sites
+    fakes = [Check(f"stack {s.name}", True, "an in-process double: needs nothing of this "
+                   "machine (no engine, no image, no toolchain)") for s in stacks if s.is_fake]
+    if stacks and len(sites) + len(fakes) == len(stacks):
+        return sites + fakes  # a site needs nothing of this machine but its route
+    stacks = [s for s in stacks if not s.is_fake]
+    out: list[Check] = sites + fakes
     debian_root = _is_debian_root()
     docker_cli = shutil.which("docker")
     out.append(Check("docker CLI", docker_cli is not None, docker_cli or "not installed",

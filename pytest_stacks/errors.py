@@ -32,10 +32,14 @@ class InfrastructureError(StacksError):
     Docker engine can never pass for, or hide behind, a red test.
     """
 
-    def __init__(self, stack: str, message: str, logs: str = "") -> None:
+    def __init__(self, stack: str, message: str, logs: str = "", *,
+                 started: bool = True) -> None:
+        """``started`` False: a bring-up refused in its preflight, before it made anything
+        (no engine, no toolchain), so a teardown has nothing of it to look for."""
         self.stack = stack
         self.message = message
         self.logs = logs
+        self.started = started
         super().__init__(f"stack {stack!r}: {message}")
 
 

@@ -36,6 +36,10 @@ class BackendSpec:
     #: ``module:function`` of ``(stack) -> str``: what the reference driver adds on the stack
     #: beyond the backend's documented use ("" for nothing); the report names it.
     driver_note: str | None = None
+    #: The attribute of the fake's driver client that holds the in-process double itself
+    #: (what the real daemons' place takes: a host that answers the scheduler's commands, a
+    #: schedd, an API server), handed to users' own clients by the ``stack_fake`` fixture.
+    fake_double: str = ""
 
     @property
     def implemented(self) -> bool:
@@ -55,17 +59,17 @@ BACKENDS: dict[str, BackendSpec] = {
         BackendSpec("slurm", ("local", "ssh"),
                     "pytest_stacks.backends.slurm.adapter:SlurmComposeAdapter",
                     "pytest_stacks.backends.slurm.adapter:fake_client", "SLURM_IMAGE_TAG",
-                    "pytest_stacks.backends.slurm.site:SlurmSite"),
+                    "pytest_stacks.backends.slurm.site:SlurmSite", fake_double="transport"),
         BackendSpec("htcondor", ("bindings", "ssh"),
                     "pytest_stacks.backends.htcondor.adapter:HTCondorComposeAdapter",
                     "pytest_stacks.backends.htcondor.adapter:fake_client", "HTCONDOR_IMAGE_TAG",
-                    "pytest_stacks.backends.htcondor.site:HTCondorSite"),
+                    "pytest_stacks.backends.htcondor.site:HTCondorSite", fake_double="schedd"),
         BackendSpec("mpi-operator", ("kubernetes",),
                     "pytest_stacks.backends.kubernetes.adapter:ControlPlaneAdapter",
                     "pytest_stacks.backends.kubernetes.adapter:fake_client",
                     "MPI_OPERATOR_IMAGE_TAG",
                     "pytest_stacks.backends.kubernetes.site:KubernetesSite",
-                    "pytest_stacks.backends.kubernetes.adapter:driver_note"),
+                    "pytest_stacks.backends.kubernetes.adapter:driver_note", fake_double="api"),
     )
 }
 

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import io
+import os
+import shutil
+import sys
 from collections.abc import Mapping
 
 from rich.console import Console
@@ -11,22 +14,57 @@ from rich.table import Table
 from pytest_stacks.manifest import Manifest, Stack
 
 
+def width() -> int:
+    """As wide as ``COLUMNS`` says, else the terminal on stdout; 160 when neither says (a
+    pipe, a CI log, a captured pytest run), so a table written to a file keeps its rows on
+    one line each."""
+    columns = os.environ.get("COLUMNS", "")
+    if columns.isdigit():
+        return max(40, int(columns))
+    if sys.stdout is not None and sys.stdout.isatty():
+        return max(40, shutil.get_terminal_size((160, 24)).columns)
+    return 160
+
+
 def _render(table: Table) -> str:
     buffer = io.StringIO()
-    Console(file=buffer, width=160, no_color=True, force_terminal=False).print(table)
+    Console(file=buffer, width=width(), no_color=True, force_terminal=False).print(table)
     return buffer.getvalue().rstrip()
 
 
 def stacks_table(manifest: Manifest) -> str:
     table = Table(title=f"stacks in {manifest.path}")
     for column in ("stack", "backend", "version", "role", "provider", "lanes", "capabilities"):
-        table.add_column(column)
+        table.add_column(column, overflow="fold")
     for stack in manifest.stacks:
         lanes = [*stack.lanes, *(["canary"] if stack.canary else [])]
         version = " ".join([stack.version, *(f"({c} {v})" for c, v in stack.components.items())])
         table.add_row(stack.name, stack.backend, version, stack.role, stack.provider,
                       ",".join(lanes) or "-", " ".join(sorted(stack.capabilities)))
-    return _render(table)
+    return _render(table) + "\n" + _render(windows(manifest))
+
+
+def windows(manifest: Manifest) -> Table:
+    """Each window the roles above are judged by, and the file and line it was written at:
+    a project's own, or the catalogue's it inherits."""
+    table = Table(title="support windows")
+    for column in ("backend", "anchor .. leading edge", "written at"):
+        table.add_column(column, overflow="fold")
+    for backend in manifest.backends.values():
+        entries = [(backend.name, backend.window, f"{backend.name}.window"),
+                   *((f"{backend.name} {c}", w, f"{backend.name}.components.{c}")
+                     for c, w in backend.components.items())]
+        for label, window, key in entries:
+            table.add_row(label, f"{window.anchor} .. {window.leading_edge}",
+                          _whose(manifest, key))
+    return table
+
+
+def _whose(manifest: Manifest, key: str) -> str:
+    where = manifest.window_origins.get(key, "")
+    if manifest.catalogue is None:
+        return where or str(manifest.path)
+    return f"{'your file' if manifest.own_window(key) else 'the catalogue'}: {where}"
 
 
 def _needs_nothing(stack: Stack) -> str:
@@ -34,9 +72,11 @@ def _needs_nothing(stack: Stack) -> str:
             if stack.provider == "existing" else "nothing (in process)")
 
 
-def stack_details(stack: Stack, origins: Mapping[str, str] | None = None) -> str:
+def stack_details(stack: Stack, origins: Mapping[str, str] | None = None,
+                  manifest: Manifest | None = None) -> str:
     """One stack in full; with ``origins``, where each field came from (which file and line:
-    the project's manifest or the catalogue it extends)."""
+    the project's manifest or the catalogue it extends); with ``manifest``, the window its
+    role is judged by and where that was written."""
     lines = [
         f"name:          {stack.name}",
         f"description:   {stack.description or '-'}",
@@ -52,6 +92,10 @@ def stack_details(stack: Stack, origins: Mapping[str, str] | None = None) -> str
         f"capabilities:  {', '.join(sorted(stack.capabilities))}",
         f"requires:      {', '.join(stack.requires) or _needs_nothing(stack)}",
     ]
+    if manifest is not None and stack.backend in manifest.backends:
+        window = manifest.backends[stack.backend].window
+        lines.insert(4, f"window:        {window.anchor} .. {window.leading_edge} (from "
+                        f"{_whose(manifest, f'{stack.backend}.window')})")
     if stack.existing:
         lines.append(f"existing:      accepts {stack.allowed_versions}"
                      + (f", Kubernetes {stack.existing.kubernetes_versions!r}"

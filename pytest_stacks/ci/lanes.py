@@ -44,7 +44,12 @@ def lane_stacks(manifest: Manifest, lane: str) -> list[Stack]:
 
 def pr_lane_problems(manifest: Manifest) -> list[str]:
     """Per backend with real stacks, the pr lane must hold its leading edge and its anchor,
-    and those of each component's window (the MPI Operator's Kubernetes)."""
+    and those of each component's window (the MPI Operator's Kubernetes).
+
+    Only the windows the manifest's own file writes: a project that uses a few catalogue
+    stacks inherits the catalogue's windows to place its stacks in (roles, the window
+    table), not to be held to edges it never chose; writing ``backends.<name>.window`` in
+    its file (to widen it) makes that window its own, and its pr lane is held to it."""
     problems = []
     in_pr = {s.name for s in lane_stacks(manifest, "pr")}
     for backend in manifest.backends.values():
@@ -57,6 +62,8 @@ def pr_lane_problems(manifest: Manifest) -> list[str]:
                       if component in s.components})
                     for component, window in backend.components.items()]
         for label, field, window, versions in windows:
+            if not manifest.own_window(f"{backend.name}.{field}"):
+                continue
             for what, edge in (("leading edge", window.leading_edge),
                                ("anchor", window.anchor)):
                 at_edge = [name for name, version in versions.items()

@@ -12,12 +12,20 @@ from collections.abc import Sequence
 
 from pytest_stacks.ci import EMPTY_LANE_EXIT, EmptyLaneError
 from pytest_stacks.cli import parity, planning, report, stacks
-from pytest_stacks.errors import InfrastructureError, ManifestError, StacksError
+from pytest_stacks.errors import (
+    InfrastructureError,
+    ManifestError,
+    StacksError,
+    UnknownStackError,
+)
 from pytest_stacks.verdicts.results import ResultsError
 
+#: The one table of exit codes (docs/getting-started.md#exit-codes shows it beside pytest's):
+#: the same error exits with the same code under pytest and here.
 EXIT_CODES: tuple[tuple[type[BaseException], int], ...] = (
     (EmptyLaneError, EMPTY_LANE_EXIT),  # the lane is empty: nothing to run, said as such
     (ManifestError, 4),  # as pytest: a usage error
+    (UnknownStackError, 4),  # as pytest's --stack=NAME: a usage error
     (ResultsError, 4),  # a results file that cannot be read: bad input, as a manifest
     (InfrastructureError, 3),
     (StacksError, 2),
@@ -39,6 +47,12 @@ def build_parser() -> argparse.ArgumentParser:
     planning.register(sub)
     report.register(sub)
     parity.register(sub)
+    for command in sub.choices.values():
+        # Every --help says what the command is for, beyond its one-line summary at least.
+        if not command.description:
+            command.description = next(
+                (a.help for a in sub._choices_actions if a.dest == command.prog.split()[-1]),
+                None)
     return parser
 
 

@@ -88,7 +88,10 @@ def register(subparsers: Any) -> None:
                    help="manifest to read (default: as for pytest-stacks --manifest)")
     m.set_defaults(func=cmd_matrix)
     w = subparsers.add_parser(
-        "window", help="print the support window per backend as a Markdown table")
+        "window", help="print the support window per backend as a Markdown table",
+        description="Print each backend's support window (anchor to leading edge, the stacks "
+                    "that cover it and their roles) as a Markdown table, as the README shows "
+                    "it.")
     w.add_argument("--manifest", default=argparse.SUPPRESS, metavar="PATH",
                    help="manifest to read (default: as for pytest-stacks --manifest)")
     w.set_defaults(func=cmd_window)

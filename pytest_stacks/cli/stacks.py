@@ -8,9 +8,10 @@ import sys
 import time
 from typing import Any
 
-from pytest_stacks import progress, signals, tables
+from pytest_stacks import places, progress, signals, tables
 from pytest_stacks.cli.common import manifest
-from pytest_stacks.errors import StacksError
+from pytest_stacks.errors import StacksError, UnknownStackError
+from pytest_stacks.manifest import Stack
 from pytest_stacks.selection import select, unknown_stack_message
 
 
@@ -22,8 +23,9 @@ def cmd_list(args: argparse.Namespace) -> int:
 def cmd_show(args: argparse.Namespace) -> int:
     loaded = manifest(args)
     if args.name not in loaded.names():
-        raise StacksError(unknown_stack_message(args.name, loaded.names(), loaded))
-    print(tables.stack_details(loaded.get(args.name), loaded.origins.get(args.name, {})))
+        raise UnknownStackError(unknown_stack_message(args.name, loaded.names(), loaded))
+    print(tables.stack_details(loaded.get(args.name), loaded.origins.get(args.name, {}),
+                               loaded))
     return 0
 
 
@@ -109,7 +111,6 @@ def _stderr_lines(line: str) -> None:
 
 
 def cmd_up(args: argparse.Namespace) -> int:
-    from pytest_stacks import places
     from pytest_stacks.lifecycle import StackPool, new_run_id
     from pytest_stacks.providers.base import RunContext
 
@@ -117,11 +118,11 @@ def cmd_up(args: argparse.Namespace) -> int:
     if len(chosen) != 1:
         raise StacksError(f"{args.name!r} matches {len(chosen)} stacks; name exactly one")
     [stack] = chosen
+    if stack.is_fake:
+        return _up_fake(stack)
     run_id = new_run_id()
     pool = StackPool(RunContext.for_this_process(run_id, places.up_root() / run_id,
                                                  keeps=True))
-    # Kept from the start: no reaper takes it for a dead run's once this command has exited.
-    places.mark_kept(run_id, pool.ctx.run_dir, [stack.name], "pytest-stacks up")
     previous = signals.sigterm_as_interrupt()
     stop_listening = progress.listen(_stderr_lines)
     try:
@@ -134,11 +135,14 @@ def cmd_up(args: argparse.Namespace) -> int:
             print(f"pytest-stacks: {problem}", file=sys.stderr)
         if not problems:
             pool.run_dir.remove()
-            places.unmark_kept(run_id)
+        # Not kept: what could not be proven gone is a dead run's, for `pytest-stacks reap`.
         raise
     finally:
         stop_listening()
         signals.restore(previous)
+    # Kept once it is up, while this process (its owner) is alive: no reaper takes it for a
+    # dead run's once this command has exited, and a failed `up` leaves no record behind.
+    places.mark_kept(run_id, pool.ctx.run_dir, [stack.name], "pytest-stacks up")
     shown: dict[str, Any] = {"stack": stack.name, "run_dir": str(pool.ctx.run_dir),
                              **attached.public_info()}
     pool.release()
@@ -146,6 +150,37 @@ def cmd_up(args: argparse.Namespace) -> int:
     print(f"\n{stack.name} is up and kept. Stop it with: pytest-stacks down {stack.name}",
           file=sys.stderr)
     return 0
+
+
+def _up_fake(stack: Stack) -> int:
+    """An in-process double lives and dies with the process that made it: there is nothing
+    to keep up for later runs. It is brought up once here (a probe job proves it works, no
+    engine needed) and said to be what it is; nothing is recorded as kept."""
+    from pytest_stacks.lifecycle import StackPool, new_run_id
+    from pytest_stacks.providers.base import RunContext
+
+    run_id = new_run_id()
+    pool = StackPool(RunContext.for_this_process(run_id, places.runs_root() / run_id))
+    try:
+        attached = pool.acquire(stack)
+        shown = {"stack": stack.name, **attached.public_info()}
+    finally:
+        pool.teardown({stack.name: stack})
+        pool.run_dir.remove()
+    print(json.dumps(shown, indent=2))
+    print(f"\n{stack.name} works (a probe job ran). It is an in-process double: nothing is "
+          f"kept, and there is nothing to bring down; each test process makes its own "
+          f"(pytest --stack={stack.name}).", file=sys.stderr)
+    return 0
+
+
+def _fakes(args: argparse.Namespace) -> set[str]:
+    """The manifest's in-process doubles by name (none if the manifest cannot be read:
+    ``down`` must still end what was kept)."""
+    try:
+        return {s.name for s in manifest(args).stacks if s.is_fake}
+    except StacksError:
+        return set()
 
 
 def cmd_down(args: argparse.Namespace) -> int:
@@ -156,19 +191,21 @@ def cmd_down(args: argparse.Namespace) -> int:
     import shutil
     from pathlib import Path
 
-    from pytest_stacks import places
     from pytest_stacks.providers import kind, kind_owners, reaper
     from pytest_stacks.providers.labels import LABEL_STACK
 
     ended, problems = [], []
     here = places.runs_root()
+    fakes = _fakes(args)
     for run_id, kept in places.kept_runs().items():
         if args.name and args.name not in kept["stacks"]:
             continue
         if kept["run_dir"] and not Path(kept["run_dir"]).is_relative_to(here):
             continue  # kept under another TMPDIR: protected here, ended from there
-        left = reaper.sweep_run(run_id)
-        if kept["run_dir"]:
+        # Doubles alone (kept by an older `up`) hold nothing outside their folder: no engine.
+        only_fakes = bool(kept["stacks"]) and set(kept["stacks"]) <= fakes
+        left = [] if only_fakes else reaper.sweep_run(run_id)
+        if kept["run_dir"] and not only_fakes:
             left += kind_owners.reap(kind.run_command, Path(kept["run_dir"]).parent,
                                      only_run=run_id)
         if left:
@@ -178,7 +215,7 @@ def cmd_down(args: argparse.Namespace) -> int:
             shutil.rmtree(kept["run_dir"], ignore_errors=True)
         places.unmark_kept(run_id)
         ended.append(f"ended run {run_id} ({', '.join(kept['stacks'])}; kept by {kept['why']})")
-    if args.force:
+    if args.force and args.name not in fakes:
         for run_id, resources in reaper.inventory().items():
             if args.name and resources.labels.get(LABEL_STACK) != args.name:
                 continue
@@ -190,7 +227,10 @@ def cmd_down(args: argparse.Namespace) -> int:
         print(line)
     for problem in problems:
         print(f"could not remove: {problem}", file=sys.stderr)
-    if not ended and not problems:
+    if not ended and not problems and args.name in fakes:
+        print(f"{args.name} is an in-process double: it ends with the process that made it, "
+              f"so there is nothing to bring down")
+    elif not ended and not problems:
         print("nothing kept to bring down" + (f" for {args.name}" if args.name else ""))
     return 1 if problems else 0
 
@@ -247,11 +287,22 @@ def cmd_timings(args: argparse.Namespace) -> int:
 
 
 def register(sub: Any) -> None:
-    sub.add_parser("list", help="table of the manifest's stacks").set_defaults(func=cmd_list)
-    show = sub.add_parser("show", help="one stack in full")
+    sub.add_parser("list", help="table of the manifest's stacks", description=(
+        "Print a table of the manifest's stacks: backend, version, role in the support "
+        "window, provider, lanes and capabilities. As wide as COLUMNS (or the terminal) "
+        "says.")).set_defaults(func=cmd_list)
+    show = sub.add_parser("show", help="one stack in full", description=(
+        "Print one stack in full: versions, provider, transport, capabilities, what it "
+        "requires of this machine, its images and build args, and which file and line each "
+        "field came from (your manifest or the catalogue)."))
     show.add_argument("name")
     show.set_defaults(func=cmd_show)
-    doctor = sub.add_parser("doctor", help="check what the stacks need; --fix repairs it")
+    doctor = sub.add_parser("doctor", help="check what the stacks need; --fix repairs it",
+                            description=(
+        "Check what the named stacks need of this machine (Docker engine, compose v2, base "
+        "images, disk, Go, kubectl; for an existing deployment its preflight), a line each "
+        "with the fix. Fakes need nothing. Without names: what the container stacks need. "
+        "Exit 1 when a check fails; --fix repairs what it can on Debian as root."))
     doctor.add_argument("names", nargs="*", metavar="NAME",
                         help="only these stacks (globs allowed); for an existing deployment, "
                              "its preflight alone")
@@ -259,29 +310,54 @@ def register(sub: Any) -> None:
     doctor.add_argument("--stack", action="append", default=[],
                         help="only what these stacks need (globs allowed)")
     doctor.set_defaults(func=cmd_doctor)
-    seed = sub.add_parser("seed", help="debootstrap Debian base images (no registry needed)")
+    seed = sub.add_parser("seed", help="debootstrap Debian base images (no registry needed)",
+                          description=(
+        "Build the Debian base images the stack images start from with debootstrap, from "
+        "Debian's archive: stacks then build on a machine that reaches no image registry."))
     seed.add_argument("suite", nargs="+", choices=["bullseye", "bookworm", "trixie"])
     seed.set_defaults(func=cmd_seed)
-    reap = sub.add_parser("reap", help="remove what dead runs left behind")
+    reap = sub.add_parser("reap", help="remove what dead runs left behind", description=(
+        "Remove what runs that died left behind (containers, networks, volumes, kind "
+        "clusters, run directories), each proven gone; kept stacks are left alone. With "
+        "names of existing deployments: this host's dead runs on them. Exit 1 when "
+        "something could not be removed."))
     reap.add_argument("names", nargs="*", metavar="NAME",
                       help="existing deployments to clean of this host's dead runs (instead "
                            "of this machine's engine)")
     reap.add_argument("--dry-run", action="store_true")
     reap.set_defaults(func=cmd_reap)
-    up = sub.add_parser("up", help="bring a stack up and keep it for a development loop")
+    _register_running(sub)
+
+
+def _register_running(sub: Any) -> None:
+    """The commands that start, end, read or prepare stacks."""
+    up = sub.add_parser("up", help="bring a stack up and keep it for a development loop",
+                        description=(
+        "Bring one stack up, prove it (version, probe job) and keep it for a development "
+        "loop: later pytest runs of the same pin borrow it instead of starting their own. "
+        "Prints how to reach it as JSON. A fake is only probed: an in-process double lives "
+        "in each test process, so nothing is kept. End a kept stack with `pytest-stacks "
+        "down NAME`."))
     up.add_argument("name")
     up.set_defaults(func=cmd_up)
-    down = sub.add_parser("down", help="bring kept stacks down")
+    down = sub.add_parser("down", help="bring kept stacks down", description=(
+        "End the stacks kept by `pytest-stacks up` or --stack-keep=on-failure (all of them, "
+        "or NAME's): their containers, networks, volumes and kind clusters removed and proven "
+        "gone, then their run directory. Exit 1 when something could not be removed."))
     down.add_argument("name", nargs="?")
     down.add_argument("--force", action="store_true",
                       help="also remove stacks of runs that are not kept (even live ones)")
     down.set_defaults(func=cmd_down)
-    logs = sub.add_parser("logs", help="container logs of a running stack")
+    logs = sub.add_parser("logs", help="container logs of a running stack", description=(
+        "Print the last lines of each container of a running (e.g. kept) stack."))
     logs.add_argument("name")
     logs.add_argument("--tail", type=int, default=200)
     logs.set_defaults(func=cmd_logs)
     build = sub.add_parser("build", help="prepare stacks ahead of a run: build their images "
-                           "and programs, start nothing")
+                           "and programs, start nothing", description=(
+        "Build everything the named stacks' bring-up needs (images, Go programs; builds "
+        "shared between stacks once), start nothing: a machine is ready before the run. "
+        "Exit 1 when a build failed."))
     build.add_argument("names", nargs="+", metavar="NAME", help="stack names or globs")
     build.add_argument("--programs-only", action="store_true",
                        help="only the Go programs (no Docker engine needed): start them while "

@@ -209,18 +209,28 @@ class StackPool:
         self._stop_prefetch()
         problems = [p for name in sorted(self._early_problems)
                     for p in self._early_problems[name]]
+        idle = self._providers_that_made_nothing(stacks)
         for record in self.run_dir.records():
             stack = stacks.get(record.stack)
             if stack is None or stack.name in keep:
                 continue
             problems += self._run(stack).end(record)
-        problems.extend(self._sweep(stacks, keep))
+        problems.extend(self._sweep(stacks, keep, skip=idle))
         return problems
 
-    def _sweep(self, stacks: dict[str, Stack], keep: Collection[str]) -> list[Problem]:
+    def _providers_that_made_nothing(self, stacks: dict[str, Stack]) -> set[str]:
+        """Providers none of whose stacks this run made anything of (never tried, or refused
+        in preflight: no engine). Sweeping them would only ask an engine the bring-up already
+        said is not there, and fail closed on a run that left nothing behind."""
+        busy: set[str] = {s.provider for s in stacks.values() if s.name in self._ended
+                          or not self.run_dir.stack(s.name).made_nothing()}
+        return {str(s.provider) for s in stacks.values()} - busy
+
+    def _sweep(self, stacks: dict[str, Stack], keep: Collection[str],
+               skip: Collection[str] = ()) -> list[Problem]:
         """The safety net: what an interrupted bring-up created before it was recorded."""
         problems = []
-        for provider_name in sorted({s.provider for s in stacks.values()}):
+        for provider_name in sorted({s.provider for s in stacks.values()} - set(skip)):
             stack = next(s for s in stacks.values() if s.provider == provider_name)
             try:
                 left = self._run(stack).provider.sweep_run(self.ctx, keep)

@@ -157,10 +157,23 @@ class StackFiles:
         if not self._error_path.exists():
             return None
         saved = json.loads(self._error_path.read_text())
-        return InfrastructureError(self.stack, saved["message"], saved.get("logs", ""))
+        return InfrastructureError(self.stack, saved["message"], saved.get("logs", ""),
+                                   started=saved.get("started", True))
 
     def write_error(self, error: InfrastructureError) -> None:
-        self._error_path.write_text(json.dumps({"message": error.message, "logs": error.logs}))
+        self._error_path.write_text(json.dumps({"message": error.message, "logs": error.logs,
+                                                "started": error.started}))
+
+    def made_nothing(self) -> bool:
+        """No process of the run made anything of this stack: none tried to bring it up (its
+        lock was never taken), or the bring-up refused in its preflight; and it has no
+        record (up, or ended early: the pool remembers those)."""
+        if self.record() is not None:
+            return False
+        if not self._lock_path.exists():
+            return True
+        error = self.error()
+        return error is not None and not error.started
 
     def hold(self, pid: int) -> None:
         """This process uses the stack (its tests' fixtures hold it)."""

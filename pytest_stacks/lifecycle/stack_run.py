@@ -197,4 +197,5 @@ def _as_infrastructure_error(stack: Stack, exc: Exception,
             logs = f"(could not read logs: {log_exc})"
     message = (exc.message if isinstance(exc, InfrastructureError)
                else f"bring-up failed: {said(exc)}")
-    return InfrastructureError(stack.name, message, logs)
+    started = exc.started if isinstance(exc, InfrastructureError) else True
+    return InfrastructureError(stack.name, message, logs, started=started)

@@ -15,7 +15,13 @@ from typing import Any
 from pytest_stacks.errors import ManifestError, StacksError
 from pytest_stacks.manifest.build import build
 from pytest_stacks.manifest.catalogue import catalogue_manifest
-from pytest_stacks.manifest.extend import Source, check_version, merge, standalone_origins
+from pytest_stacks.manifest.extend import (
+    Source,
+    check_version,
+    merge,
+    standalone_origins,
+    window_origins,
+)
 from pytest_stacks.manifest.model import (
     LANES,
     PROVIDERS,
@@ -63,7 +69,8 @@ def loads(text: str, path: str | Path = "manifest.yaml") -> Manifest:
     problems = list(reference_problems(data, positions, path))
     if problems:
         raise ManifestError(problems)
-    return replace(build(data, path), origins=standalone_origins(data, positions))
+    return replace(build(data, path), origins=standalone_origins(data, positions),
+                   window_origins=window_origins(data, positions))
 
 
 def _parsed(text: str, path: Path) -> tuple[dict[str, Any], Positions]:
@@ -101,8 +108,11 @@ def _extending(project: Source, path: Path) -> Manifest:
     except (StacksError, OSError) as exc:
         raise ManifestError([f"{path}: catalogue: {exc}"]) from None
     merged = merge(project, Source(*_parsed(text, catalogue)))
+    inherited = {key.partition(".")[0] for key, where in merged.window_origins.items()
+                 if key.endswith(".window") and where.startswith(f"{catalogue}:")}
     problems = [*schema_problems(merged.data, merged.positions),
-                *reference_problems(merged.data, merged.positions, path)]
+                *reference_problems(merged.data, merged.positions, path, inherited=inherited)]
     if problems:
         raise ManifestError(problems)
-    return replace(build(merged.data, path), origins=merged.origins, catalogue=catalogue)
+    return replace(build(merged.data, path), origins=merged.origins, catalogue=catalogue,
+                   window_origins=merged.window_origins)

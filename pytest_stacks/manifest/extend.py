@@ -20,15 +20,21 @@ from pytest_stacks.errors import ManifestError
 from pytest_stacks.manifest.catalogue import catalogue_manifest, catalogue_version
 from pytest_stacks.manifest.positions import MergedPositions, Positions
 from pytest_stacks.suggest import did_you_mean
+from pytest_stacks.versions import in_series, series_after
 
 Raw = dict[str, Any]
 
 
 @dataclass
 class Merged:
+    """``window_origins``: per window (``<backend>.window``, ``<backend>.components.<c>``)
+    the ``file:line`` it was written at: the project's file where it widens the catalogue's,
+    else the catalogue's."""
+
     data: Raw
     positions: MergedPositions
     origins: dict[str, dict[str, str]] = field(default_factory=dict)
+    window_origins: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -41,8 +47,7 @@ def merge(project: Source, catalogue: Source) -> Merged:
     """The project's manifest laid over the catalogue's; raises ManifestError."""
     problems: list[str] = []
     data: Raw = {"version": 1,
-                 "capabilities": _capabilities(project, catalogue, problems),
-                 "backends": _backends(project, catalogue, problems)}
+                 "capabilities": _capabilities(project, catalogue, problems)}
     stacks: list[Raw] = []
     sources: list[tuple[Positions, int]] = []
     origins: dict[str, dict[str, str]] = {}
@@ -63,10 +68,11 @@ def merge(project: Source, catalogue: Source) -> Merged:
         stacks.append(merged)
         sources.append((project.positions, index))
         origins[merged["name"]] = _own_origins(raw, index, project, catalogue)
+    data["backends"], window_origins = _backends(project, catalogue, stacks, problems)
     if problems:
         raise ManifestError(problems)
     data["stacks"] = stacks
-    return Merged(data, MergedPositions(project.positions, sources), origins)
+    return Merged(data, MergedPositions(project.positions, sources), origins, window_origins)
 
 
 def check_version(project: Source) -> None:
@@ -95,17 +101,82 @@ def _capabilities(project: Source, catalogue: Source, problems: list[str]) -> Ra
     return merged
 
 
-def _backends(project: Source, catalogue: Source, problems: list[str]) -> Raw:
-    merged = dict(catalogue.data["backends"])
+def _backends(project: Source, catalogue: Source, stacks: list[Raw],
+              problems: list[str]) -> tuple[Raw, dict[str, str]]:
+    """The catalogue's backends, with the windows the project widens (a newer leading edge,
+    an older anchor: for stacks of its own), and the backends it adds. A window narrowed, or
+    anything else of a catalogue backend changed, is refused. Returns the backends and where
+    each window was written (:attr:`Merged.window_origins`)."""
+    merged: Raw = copy.deepcopy(catalogue.data["backends"])
+    origins = window_origins(catalogue.data, catalogue.positions)
     for name, backend in (project.data.get("backends") or {}).items():
-        if name in merged and merged[name] != backend:
-            problems.append(
-                f"{project.positions.where(('backends', name))}: backend {name!r} and its "
-                f"support window come from the catalogue "
-                f"({catalogue.positions.where(('backends', name))}); a project manifest cannot "
-                f"redefine them. Remove backends.{name} here.")
-        merged.setdefault(name, backend)
-    return merged
+        if name not in merged:
+            merged[name] = copy.deepcopy(backend)
+            origins.update(window_origins({"backends": {name: backend}}, project.positions))
+            continue
+        theirs = catalogue.data["backends"][name]
+        for key, value in backend.items():
+            windows: list[tuple[str, ...]] = (
+                [("window",)] if key == "window" else
+                [("components", c) for c in value] if key == "components" else [])
+            for at in windows:
+                mine = value if key == "window" else value[at[1]]
+                base = theirs.get("components", {}).get(at[1]) if key == "components" \
+                    else theirs["window"]
+                if base is not None:
+                    problems += _narrowed(project, catalogue, name, at, mine, base, stacks)
+                target = merged[name] if key == "window" else merged[name].setdefault(key, {})
+                target[at[-1]] = copy.deepcopy(mine)
+                origins[".".join((name, *at))] = project.positions.where(("backends", name, *at))
+            if not windows and theirs.get(key) != value:
+                problems.append(
+                    f"{project.positions.where(('backends', name, key))}: backends.{name}."
+                    f"{key}: the catalogue describes backend {name!r} "
+                    f"({catalogue.positions.where(('backends', name))}); a project manifest may "
+                    f"widen its window (backends.{name}.window, backends.{name}.components) but "
+                    f"not change its {key}. Remove backends.{name}.{key} here.")
+    return merged, origins
+
+
+def _narrowed(project: Source, catalogue: Source, backend: str, at: tuple[str, ...],
+              mine: Raw, base: Raw, stacks: list[Raw]) -> list[str]:
+    """A project may widen a catalogue window, never narrow it: the catalogue's stacks are
+    proven over all of it, and a stack in use must stay inside the window it is judged by."""
+    field = ".".join(("backends", backend, *at))
+    problems = []
+    if series_after(base["leading_edge"], mine["leading_edge"]):
+        problems.append(
+            f"{project.positions.where(('backends', backend, *at, 'leading_edge'))}: "
+            f"{field}.leading_edge: {mine['leading_edge']!r} is older than the catalogue's "
+            f"{base['leading_edge']!r} ({catalogue.positions.where(('backends', backend, *at))})"
+            f": a project manifest may widen a catalogue window, never narrow it. Set it to "
+            f"{base['leading_edge']!r} or newer, or remove {field} here.")
+    if series_after(mine["anchor"], base["anchor"]):
+        left_out = [f"{s['name']} ({s['version']})" for s in stacks
+                    if at == ("window",) and s.get("backend") == backend
+                    and s.get("provider") != "fake" and not series_after(s["version"],
+                                                                         mine["anchor"])
+                    and not in_series(s["version"], mine["anchor"])]
+        leaves = f"; it would leave out {', '.join(left_out)}" if left_out else ""
+        problems.append(
+            f"{project.positions.where(('backends', backend, *at, 'anchor'))}: {field}.anchor: "
+            f"{mine['anchor']!r} is newer than the catalogue's {base['anchor']!r} "
+            f"({catalogue.positions.where(('backends', backend, *at))}){leaves}: a project "
+            f"manifest may widen a catalogue window, never narrow it. Set it to "
+            f"{base['anchor']!r} or older, or remove {field} here.")
+    return problems
+
+
+def window_origins(data: Raw, positions: Positions) -> dict[str, str]:
+    """Where each window of ``data``'s backends is written (``<backend>.window``,
+    ``<backend>.components.<component>``: ``file:line``)."""
+    found = {}
+    for name, backend in (data.get("backends") or {}).items():
+        found[f"{name}.window"] = positions.where(("backends", name, "window"))
+        for component in backend.get("components") or {}:
+            found[f"{name}.components.{component}"] = positions.where(
+                ("backends", name, "components", component))
+    return found
 
 
 def _used(project: Source, catalogue: Source,

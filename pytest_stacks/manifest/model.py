@@ -224,7 +224,9 @@ class Stack:
 @dataclass(frozen=True)
 class Manifest:
     """``origins``: per stack and field (dotted path), the ``file:line`` it came from;
-    ``catalogue``: the catalogue manifest this one extends, if it does."""
+    ``catalogue``: the catalogue manifest this one extends, if it does; ``window_origins``:
+    per window (``<backend>.window``, ``<backend>.components.<component>``) the ``file:line``
+    it was written at (this manifest's file, or the catalogue's)."""
 
     path: Path
     capabilities: Mapping[str, str]
@@ -232,6 +234,14 @@ class Manifest:
     stacks: tuple[Stack, ...]
     origins: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     catalogue: Path | None = None
+    window_origins: Mapping[str, str] = field(default_factory=dict)
+
+    def own_window(self, key: str) -> bool:
+        """Whether this manifest's own file wrote the window ``key`` (``slurm.window``,
+        ``mpi-operator.components.kubernetes``), rather than inheriting the catalogue's: a
+        project's pr lane is held to its own windows only (:func:`ci.pr_lane_problems`)."""
+        return self.catalogue is None or not self.window_origins.get(key, "").startswith(
+            f"{self.catalogue}:")
 
     @property
     def root(self) -> Path:

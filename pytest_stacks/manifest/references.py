@@ -7,7 +7,7 @@ no driver, a transport its driver does not speak).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -32,9 +32,11 @@ class _Locator:
                 f"{self.positions.describe(self.data, tuple(parts))}")
 
 
-def reference_problems(data: dict[str, Any], positions: Positions,
-                       path: Path) -> Iterable[str]:
-    """``path`` is the manifest the stacks' relative folders are resolved against."""
+def reference_problems(data: dict[str, Any], positions: Positions, path: Path, *,
+                       inherited: Collection[str] = ()) -> Iterable[str]:
+    """``path`` is the manifest the stacks' relative folders are resolved against (a
+    project's own file); ``inherited``: the backends whose window is the catalogue's, which
+    the project widens by writing it in that file."""
     at = _Locator(data, positions)
     yield from _window_problems(data["backends"], at)
     seen: dict[str, int] = {}
@@ -44,7 +46,7 @@ def reference_problems(data: dict[str, Any], positions: Positions,
             yield (f"{at('stacks', index, 'name')}: duplicate stack name {name!r} (also "
                    f"stacks[{seen[name]}]). Stack names must be unique.")
         seen.setdefault(name, index)
-        yield from _stack_problems(data, index, stack, at, path)
+        yield from _stack_problems(data, index, stack, at, path, inherited)
 
 
 def _window_problems(backends: Mapping[str, Any], at: _Locator) -> Iterable[str]:
@@ -96,7 +98,7 @@ def _component_problems(index: int, stack: dict[str, Any], backend: dict[str, An
 
 
 def _stack_problems(data: dict[str, Any], index: int, stack: dict[str, Any], at: _Locator,
-                    path: Path) -> Iterable[str]:
+                    path: Path, inherited: Collection[str] = ()) -> Iterable[str]:
     if "extends" in stack:
         yield (f"{at('stacks', index, 'extends')}: 'extends' starts from a catalogue stack, "
                f"so it needs a top-level 'catalogue:' block (catalogue: {{version: ...}}).")
@@ -117,9 +119,13 @@ def _stack_problems(data: dict[str, Any], index: int, stack: dict[str, Any], at:
     if backend in backends and stack["provider"] != "fake":
         window = backends[backend]["window"]
         if series_after(stack["version"], window["leading_edge"]):
+            series = ".".join(str(stack["version"]).split(".")[:2])
+            fix = (f"The window is the catalogue's: add backends.{backend}.window to {path} "
+                   f"with leading_edge: \"{series}\" (anchor: \"{window['anchor']}\"): a "
+                   f"project manifest may widen a catalogue window" if backend in inherited
+                   else f"Move the leading edge in backends.{backend}.window")
             yield (f"{at('stacks', index, 'version')}: {stack['version']!r} is newer than the "
-                   f"{backend} window's leading_edge {window['leading_edge']!r}. Move the "
-                   f"leading edge in backends.{backend}.window.")
+                   f"{backend} window's leading_edge {window['leading_edge']!r}. {fix}.")
     if backend in backends:
         yield from _component_problems(index, stack, backends[backend], at)
     compose = stack.get("compose")

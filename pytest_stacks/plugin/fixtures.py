@@ -1,4 +1,5 @@
-"""The fixtures users write tests with: ``stack``, ``backend``, ``stack_info``, ``stack_logs``.
+"""The fixtures users write tests with: ``stack``, ``backend``, ``stack_info``, ``stack_logs``,
+``stack_fake``.
 
 Registered in every project that installs the plugin (a fixture costs nothing until a test asks
 for it), so a test that asks for a stack without a manifest gets a clear message rather than
@@ -23,15 +24,27 @@ from pytest_stacks.selection import parse_specifier
 
 
 class RecordingClient:
-    """The user's client, with the handles each test submits remembered for failure reports,
-    and (``submitted``: an existing deployment) every id written down for the run's teardown
-    to look up (:mod:`pytest_stacks.providers.site_jobs`)."""
+    """What the ``backend`` fixture hands a test: the client (the user's, from the hook
+    ``pytest_stacks_backend``, or the reference driver), with the handles each test submits
+    remembered, so a failing test's report can show the scheduler's view of its jobs, and
+    (``submitted``: an existing deployment) every id written down for the run's teardown to
+    look up (:mod:`pytest_stacks.providers.site_jobs`).
+
+    Every attribute but ``submit``, ``handles`` and ``raw`` is the wrapped client's own, so a
+    test uses it as that client; ``raw`` is the client itself, for code that checks its type
+    or hands it on (its submissions then go unrecorded: a failure report shows none of them).
+    """
 
     def __init__(self, inner: Any,
                  submitted: Callable[[list[str]], None] | None = None) -> None:
         self._inner = inner
         self._submitted = submitted
         self.handles: list[JobHandle] = []
+
+    @property
+    def raw(self) -> Any:
+        """The client this wraps, unwrapped."""
+        return self._inner
 
     def submit(self, specs: Sequence[JobSpec]) -> list[SubmitResult]:
         results = self._inner.submit(specs)
@@ -102,6 +115,23 @@ def stack_info(request: pytest.FixtureRequest, stack: Stack,
                _stack_client: RecordingClient) -> dict[str, Any]:
     """How the stack is reached (ports, token directory, container, observed versions)."""
     return _attached(request, stack).public_info()
+
+
+@pytest.fixture
+def stack_fake(request: pytest.FixtureRequest, stack: Stack,
+               _stack_client: RecordingClient) -> Any:
+    """On a fake stack, the in-process double itself, for a user's own client to drive:
+    fake-slurm's host (``run(argv, user=...)`` answers sbatch, squeue, scontrol, sacct and
+    scancel as the pinned version does; ``put_files``/``get_files`` reach its filesystem),
+    fake-htcondor's schedd (the Schedd interface of ``pytest_stacks.backends.htcondor.api``),
+    fake-mpi-operator's API server (``pytest_stacks.backends.kubernetes.api.KubeApi``).
+    ``stack_info["fake"]`` names its type. A real stack has no double: the test is skipped,
+    saying so; reach a real stack through ``stack_info`` (endpoints, token directory)."""
+    double = _attached(request, stack).double
+    if double is None:
+        pytest.skip(f"stack {stack.name} is not an in-process fake: reach it through "
+                    f"stack_info (its endpoints and credentials)")
+    return double
 
 
 @pytest.fixture

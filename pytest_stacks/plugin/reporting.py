@@ -307,29 +307,45 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int,
     if not current.explicit and not sum(current.seen.values()):
         return  # the default fake selection, and no test used a stack: nothing to report
     tr = terminalreporter
-    _infra_section(tr)
+    said_above = _infra_section(tr)
     tr.section("pytest-stacks")
     for stack in current.selected:
         line = _stack_line(current, stack)
-        if stack.name in current.infra:
+        if stack.name in said_above:
+            tr.write_line(f"{line} INFRASTRUCTURE ERROR (above)", red=True)
+        elif stack.name in current.infra:
             tr.write_line(f"{line} INFRASTRUCTURE ERROR: {current.infra[stack.name]}", red=True)
         else:
             tr.write_line(line)
     for note in current.notes:
         tr.write_line(str(note), yellow=note.kind == "unproven")
-    for problem in current.closing_problems:
-        tr.write_line(f"FAIL-CLOSED: {problem}", red=True, bold=True)
+    _fail_closed(tr, current)
     if current.closing_problems:
         # The closing line ("5 passed, 1 fail-closed in 0.3s") says why the run failed.
         tr.stats.setdefault("fail-closed", []).extend(current.closing_problems)
 
 
-def _infra_section(tr: Any) -> None:
+def _fail_closed(tr: Any, current: State) -> None:
+    """Each problem that fails the run closed, a line each; under ``-q`` their count and
+    where to read them (the results file lists every one), so a quiet run stays short."""
+    problems = current.closing_problems
+    if tr.config.get_verbosity() < 0 and len(problems) > 1:
+        path = outcomes.results_path(tr.config)
+        where = f", or read each stack's \"problems\" in {path}" if path is not None else ""
+        tr.write_line(f"FAIL-CLOSED: {len(problems)} problems; run without -q to see "
+                      f"them{where}", red=True, bold=True)
+        return
+    for problem in problems:
+        tr.write_line(f"FAIL-CLOSED: {problem}", red=True, bold=True)
+
+
+def _infra_section(tr: Any) -> set[str]:
     """One paragraph per broken stack: its reason and its logs once, how many tests it cost
-    (listed under -v), never the same error once per test."""
+    (listed under -v), never the same error once per test. Returns the stacks said, so the
+    summary below points here instead of saying it again."""
     infra_reports = tr.stats.get("infra", [])
     if not infra_reports:
-        return
+        return set()
     tr.section("stack infrastructure errors (not test failures)", red=True)
     by_stack: dict[str, list[Any]] = {}
     for rep in infra_reports:
@@ -348,6 +364,7 @@ def _infra_section(tr: Any) -> None:
             if title.startswith(f"stack {name}"):
                 tr.write_sep("-", title)
                 tr.write_line(content[-8000:])
+    return set(by_stack)
 
 
 def _components(stack: Stack, record: StackRecord) -> str:

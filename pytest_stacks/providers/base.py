@@ -100,10 +100,14 @@ class Attached:
     close: Callable[[], None] = field(default=lambda: None)
     observed_version: str = ""
     client_version: str = ""
+    #: On a fake, the in-process double the client drives (``stack_fake`` hands it to users'
+    #: own clients); None on a real stack, which is reached through its endpoints.
+    double: object | None = None
 
     def public_info(self) -> dict[str, Any]:
+        fake = {"fake": type(self.double).__name__} if self.double is not None else {}
         return {**self.info.public(), "observed_version": self.observed_version,
-                "client_version": self.client_version}
+                "client_version": self.client_version, **fake}
 
 
 @runtime_checkable

@@ -148,8 +148,8 @@ class ComposeProvider:
         """Preflight, then what the build needs: the base image, the upstream image, the
         host-built programs (base reference, upstream reference, compose environment)."""
         upstream = _upstream_reference(stack, ctx)
+        preflight.refusing(stack.name, lambda: self.preflight(stack, ctx))
         try:
-            self.preflight(stack, ctx)
             base = images.ensure_base_image(stack.base_image) if stack.base_image else ""
             if upstream:
                 images.ensure_image(upstream, refresh=ctx.lane == "canary")

@@ -1,13 +1,16 @@
 """The ``fake`` provider: in-process doubles, one per process, nothing outside it to clean.
 
 Each backend's double is built by its own factory (named in the registry) and driven by the
-real driver through the same seam as the real daemons.
+real driver through the same seam as the real daemons. The double itself (the registry's
+``fake_double`` attribute of that driver's client) rides along on the attachment, so a user's
+own client can be pointed at it (the ``stack_fake`` fixture).
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection
 
+from pytest_stacks import registry
 from pytest_stacks.gobuild import GoModuleBuild
 from pytest_stacks.manifest import Stack
 from pytest_stacks.providers import fake_factory
@@ -30,7 +33,9 @@ class FakeProvider:
 
     def attach(self, stack: Stack, info: StackInfo, ctx: RunContext) -> Attached:
         client, logs, close = fake_factory(stack)(stack, ctx.run_dir)
-        return Attached(client, info, logs, close)
+        way_in = registry.BACKENDS[stack.backend].fake_double
+        return Attached(client, info, logs, close,
+                        double=getattr(client, way_in) if way_in else None)
 
     def down(self, stack: Stack, info: StackInfo, ctx: RunContext) -> None:
         """Each process closes its own double when it lets go; nothing is shared."""

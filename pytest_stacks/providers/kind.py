@@ -129,8 +129,8 @@ class KindProvider:
 
     def up(self, stack: Stack, ctx: RunContext) -> StackInfo:
         assert stack.kind is not None
+        preflight.refusing(stack.name, lambda: self.preflight(stack, ctx))
         try:
-            self.preflight(stack, ctx)
             tools = gobuild.ensure_built(tools_build(stack), timeout=stack.timeouts.build)
             node = self._node(stack)
             name = cluster_name(stack, ctx)

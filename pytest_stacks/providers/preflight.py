@@ -11,12 +11,23 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 from pytest_stacks import dockerutil, gobuild
-from pytest_stacks.errors import StacksError
+from pytest_stacks.errors import InfrastructureError, StacksError
 from pytest_stacks.manifest import BaseImage, Stack
 from pytest_stacks.providers import disk, images
+
+
+def refusing(stack: str, checks: Callable[[], None]) -> None:
+    """A provider's preflight as a bring-up asks it: a refusal is the stack's infrastructure
+    error, marked as having started nothing (so the run's teardown has nothing of it to
+    sweep, and does not ask an engine that is not there)."""
+    try:
+        checks()
+    except StacksError as exc:
+        raise InfrastructureError(stack, str(exc), started=False) from None
 
 
 def engine(stack: Stack | None = None) -> None:

@@ -12,6 +12,8 @@ import json
 
 import pytest
 
+from pytest_stacks import dockerutil
+
 pytest_plugins = ["pytester"]
 
 USER_TESTS = """
@@ -71,3 +73,71 @@ def test_only_looking_keeps_the_results_file_and_tears_nothing_down(
     assert result.ret == pytest.ExitCode.OK, out
     assert "FAIL-CLOSED" not in out
     assert results.read_text() == '{"earlier": true}\n'
+
+
+# ------------------------------------------------- a user's own client on a fake (issue 50)
+
+OWN_CLIENT_TESTS = """
+import pytest
+from pytest_stacks.plugin.fixtures import RecordingClient
+
+def test_slurm_commands_reach_the_fake(stack_fake, stack_info):
+    assert stack_info["fake"] == "FakeSlurmHost"
+    done = stack_fake.run(["sinfo", "-h", "-o", "%P"], user="submitter")
+    assert done.ok, done.stderr
+
+def test_the_raw_client_is_one_attribute_away(backend):
+    assert isinstance(backend, RecordingClient)
+    assert type(backend.raw).__name__ == "SlurmClient"
+    assert backend.handles == []
+"""
+
+
+def test_a_users_own_client_reaches_the_fake_and_the_raw_client(
+        user_project: pytest.Pytester) -> None:
+    """A user's own client library is pointed at the fake itself (``stack_fake``: the
+    in-process double, e.g. fake-slurm's host that answers sbatch/squeue/sacct), and the
+    ``backend`` fixture's wrapper hands out the client it wraps."""
+    user_project.makepyfile(test_own=OWN_CLIENT_TESTS)
+    result = user_project.runpytest("--stack=fake-slurm", "-p", "no:randomly", "test_own.py")
+    result.assert_outcomes(passed=2)
+
+
+@pytest.mark.parametrize("fake,kind", [("fake-htcondor", "FakeSchedd"),
+                                       ("fake-mpi-operator", "FakeCluster")])
+def test_every_fake_has_a_way_in(user_project: pytest.Pytester, fake: str, kind: str) -> None:
+    user_project.makepyfile(test_own=f"""
+        def test_way_in(stack_fake, stack_info):
+            assert type(stack_fake).__name__ == {kind!r} == stack_info["fake"]
+        """)
+    result = user_project.runpytest(f"--stack={fake}", "test_own.py")
+    result.assert_outcomes(passed=1)
+
+
+# ---------------------------------------------------------- no Docker: said once (issue 50)
+
+def test_no_docker_is_said_once(user_project: pytest.Pytester,
+                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """A real stack on a machine with no engine: the reason is printed once (the stack's
+    paragraph); the summary line points at it; a run that never reached an engine has
+    nothing of its own to sweep, so no FAIL-CLOSED teardown repeats it."""
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{user_project.path}/no-docker.sock")
+    monkeypatch.setattr(dockerutil, "_CLIENT", None)  # none cached from an engine elsewhere
+    result = user_project.runpytest("--stack=slurm-24.11", "-p", "no:randomly")
+    out = result.stdout.str()
+    assert out.count("no Docker engine is reachable") == 1, out
+    assert "FAIL-CLOSED" not in out
+    result.stdout.fnmatch_lines(["slurm-24.11 (*): 0 test(s) ran INFRASTRUCTURE ERROR (above)"])
+
+
+def test_quiet_counts_the_fail_closed_lines_and_says_where_they_are(
+        user_project: pytest.Pytester) -> None:
+    loud = user_project.runpytest("--stack=fake-slurm", "--stack-unproven=fail")
+    lines = [x for x in loud.stdout.lines if x.startswith("FAIL-CLOSED:")]
+    assert len(lines) > 1
+    quiet = user_project.runpytest("--stack=fake-slurm", "--stack-unproven=fail", "-q")
+    out = quiet.stdout.str()
+    assert quiet.ret == pytest.ExitCode.TESTS_FAILED
+    assert not [x for x in quiet.stdout.lines if x.startswith("FAIL-CLOSED: fake-slurm")], out
+    quiet.stdout.fnmatch_lines([f"FAIL-CLOSED: {len(lines)} problems; run without -q to see "
+                                f"them, or read *problems* in *results.json"])

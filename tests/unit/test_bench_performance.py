@@ -1,4 +1,5 @@
-"""bench/performance.py: the README's table comes from what the benches printed, or not at all."""
+"""bench/performance.py: docs/performance.md's table comes from what the benches printed,
+or not at all."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ def test_the_table_replaces_only_what_lies_between_the_markers(
     readme = tmp_path / "README.md"
     readme.write_text(f"# Title\nbefore\n{performance.BEGIN}\nold table\n{performance.END}\n"
                       "after\n")
-    monkeypatch.setattr(performance, "README", readme)
+    monkeypatch.setattr(performance, "PAGE", readme)
     text = performance.table([Figure("fake lane", "< 2.5 s", "3.1 s", False),
                               Figure("slurm suite", "<= 45 s", "17 s", True)], "2026-12-02")
     performance.write_readme(text)
@@ -37,7 +38,7 @@ def test_a_readme_without_the_markers_is_left_alone(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     readme = tmp_path / "README.md"
     readme.write_text("# Title\nno markers here\n")
-    monkeypatch.setattr(performance, "README", readme)
+    monkeypatch.setattr(performance, "PAGE", readme)
     with pytest.raises(SystemExit, match="needs exactly one"):
         performance.write_readme("table")
     assert readme.read_text() == "# Title\nno markers here\n"

@@ -107,9 +107,9 @@ def test_version_skew_is_refused_with_both_versions(tmp_path: Path) -> None:
      ["stack 'slurm-24.11' is also a catalogue stack in use", "manifest.yaml"]),
     ("capabilities: {submit: Something else entirely.}\n",
      ["capability 'submit' is already declared by the catalogue"]),
-    ("backends: {slurm: {window: {anchor: '20.11', leading_edge: '26.05'}}}\n",
-     ["backend 'slurm' and its support window come from the catalogue",
-      "cannot redefine them"]),
+    ("backends: {slurm: {description: Mine., window: {anchor: '22.05', leading_edge: '26.05'}}}"
+     "\n", ["backends.slurm.description: the catalogue describes backend 'slurm'",
+            "Remove backends.slurm.description here"]),
     ("stacks:\n  - {name: x, extends: htcondor-23.9, transport: local}\n",
      ["stacks[0] (x).transport: the htcondor driver does not support transport 'local'"]),
 ])
@@ -143,3 +143,73 @@ def test_extends_needs_a_catalogue_block(tmp_path: Path) -> None:
         """))
     assert "'extends' starts from a catalogue stack, so it needs a top-level 'catalogue:'" \
         in problems(path)
+
+
+# ------------------------------------------------------ the user's windows (issue 50 item 4)
+
+def test_a_users_pr_lane_is_held_to_the_windows_they_wrote_only(tmp_path: Path) -> None:
+    """Using a few catalogue stacks does not make the catalogue's window the user's: their pr
+    lane is checked against the windows they wrote (here none), so a window edge no stack of
+    theirs stands at fails nothing; one they write is held to it."""
+    from pytest_stacks.ci import matrix
+
+    body = "stacks:\n  - {name: my-slurm, extends: slurm-24.11, lanes: [pr]}\n"
+    manifest = load(project(tmp_path, body, use="[fake-slurm, slurm-24.11]"))
+    assert [r["stack"] for r in matrix(manifest, "pr")["include"]] == ["my-slurm"]
+    written = load(project(tmp_path, body + "backends:\n  slurm:\n    window: {anchor: '22.05', "
+                           "leading_edge: '26.05'}\n", use="[fake-slurm, slurm-24.11]"))
+    from pytest_stacks.ci import LaneError
+    with pytest.raises(LaneError, match=r"backend .slurm. has no stack at its leading edge 26\.05"):
+        matrix(written, "pr")
+
+
+HTCONDOR_25_14 = """\
+stacks:
+  - name: my-htcondor
+    extends: htcondor-25
+    version: "25.14.1"
+    image: {name: htcondor/mini, tag: 25.14.1-el9}
+"""
+
+
+def test_a_user_widens_a_catalogue_window_in_their_own_file(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A stack newer than the catalogue's leading edge is refused with the way out in the
+    user's own file; writing the wider window there is that way, and `show` says whose it is."""
+    text = problems(project(tmp_path, HTCONDOR_25_14, use="[htcondor-25]"))
+    assert "'25.14.1' is newer than the htcondor window's leading_edge '25.13'" in text
+    assert f"add backends.htcondor.window to {tmp_path / 'manifest.yaml'}" in text, text
+    path = project(tmp_path, HTCONDOR_25_14 + "backends:\n  htcondor:\n    window: {anchor: "
+                   "'23.9', leading_edge: '25.14'}\n", use="[htcondor-25]")
+    manifest = load(path)
+    assert manifest.backends["htcondor"].window.leading_edge == "25.14"
+    assert manifest.window_origins["htcondor.window"].startswith(f"{path}:")
+    assert manifest.window_origins["slurm.window"].startswith(f"{catalogue_manifest()}:")
+    from pytest_stacks.cli import main
+
+    assert main(["--manifest", str(path), "show", "my-htcondor"]) == 0
+    out = capsys.readouterr().out
+    assert f"window:        23.9 .. 25.14 (from your file: {path}:" in out, out
+    monkeypatch.setenv("COLUMNS", "250")  # the table fits COLUMNS: a row per line here
+    assert main(["--manifest", str(path), "list"]) == 0
+    out = capsys.readouterr().out
+    assert "23.9 .. 25.14" in out and "your file:" in out and "the catalogue:" in out, out
+
+
+@pytest.mark.parametrize(("window", "expected"), [
+    ("{anchor: '23.9', leading_edge: '25.0'}",
+     ["backends.htcondor.window.leading_edge: '25.0' is older than the catalogue's '25.13'",
+      "widen a catalogue window, never narrow it", "Set it to '25.13' or newer"]),
+    ("{anchor: '24.0', leading_edge: '25.13'}",
+     ["backends.htcondor.window.anchor: '24.0' is newer than the catalogue's '23.9'",
+      "htcondor-23.9 (23.9.6)", "Set it to '23.9' or older"]),
+])
+def test_narrowing_a_catalogue_window_is_refused_with_the_fix(
+        tmp_path: Path, window: str, expected: list[str]) -> None:
+    path = project(tmp_path, f"backends:\n  htcondor:\n    window: {window}\n",
+                   use="[htcondor-23.9, htcondor-25]")
+    text = problems(path)
+    assert f"{path}:7: " in text, text
+    for fragment in expected:
+        assert fragment in text, text

@@ -66,6 +66,12 @@ class SlurmClient:
 
     # ------------------------------------------------------------ helpers
 
+    @property
+    def transport(self) -> Transport:
+        """What this client sends Slurm's commands through (on fake-slurm, the in-process
+        host itself: a user's own client can drive it the same way)."""
+        return self._transport
+
     def _run(self, *argv: str, user: str | None = None, check: bool = True) -> CommandResult:
         result = self._transport.run(argv, user=user or self._user)
         if check and not result.ok:
