@@ -1,6 +1,6 @@
 """The upstream HTCondor stacks: fail fast without a registry, and their adaptation works.
 
-`htcondor-25` (htcondor/mini) cannot be pulled here; it must fail within 15 s with a clear
+`htcondor-25-mini` (htcondor/mini) cannot be pulled here; it must fail within 15 s with a clear
 infrastructure error. The adaptation in stacks/htcondor-mini (config drop-ins, the pre-exec
 hook, token, port, readiness) is proven against a faithful double of htcondor/mini
 (stacks/htcondor-mini-double) running the real contract suite.
@@ -32,7 +32,7 @@ def _registry_reachable() -> bool:
 @pytest.mark.skipif("_registry_reachable()", reason="a registry is reachable: the image can "
                                                     "be pulled, so there is no fast failure")
 def test_upstream_stack_fails_fast_without_a_registry(tmp_path: Path) -> None:
-    cmd = [*_project(tmp_path, "def test_x(backend):\n    pass\n"), "--stack=htcondor-25"]
+    cmd = [*_project(tmp_path, "def test_x(backend):\n    pass\n"), "--stack=htcondor-25-mini"]
     started = time.monotonic()
     result = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=120,
                             check=False)

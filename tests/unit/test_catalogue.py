@@ -163,12 +163,13 @@ def test_a_users_pr_lane_is_held_to_the_windows_they_wrote_only(tmp_path: Path) 
         matrix(written, "pr")
 
 
-HTCONDOR_25_14 = """\
+#: A user's stack of a release past the catalogue's leading edge (25.14).
+HTCONDOR_25_15 = """\
 stacks:
   - name: my-htcondor
-    extends: htcondor-25
-    version: "25.14.1"
-    image: {name: htcondor/mini, tag: 25.14.1-el9}
+    extends: htcondor-25-mini
+    version: "25.15.0"
+    image: {name: htcondor/mini, tag: 25.15.0-el9}
 """
 
 
@@ -177,38 +178,38 @@ def test_a_user_widens_a_catalogue_window_in_their_own_file(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """A stack newer than the catalogue's leading edge is refused with the way out in the
     user's own file; writing the wider window there is that way, and `show` says whose it is."""
-    text = problems(project(tmp_path, HTCONDOR_25_14, use="[htcondor-25]"))
-    assert "'25.14.1' is newer than the htcondor window's leading_edge '25.13'" in text
+    text = problems(project(tmp_path, HTCONDOR_25_15, use="[htcondor-25-mini]"))
+    assert "'25.15.0' is newer than the htcondor window's leading_edge '25.14'" in text
     assert f"add backends.htcondor.window to {tmp_path / 'manifest.yaml'}" in text, text
-    path = project(tmp_path, HTCONDOR_25_14 + "backends:\n  htcondor:\n    window: {anchor: "
-                   "'23.9', leading_edge: '25.14'}\n", use="[htcondor-25]")
+    path = project(tmp_path, HTCONDOR_25_15 + "backends:\n  htcondor:\n    window: {anchor: "
+                   "'23.9', leading_edge: '25.15'}\n", use="[htcondor-25-mini]")
     manifest = load(path)
-    assert manifest.backends["htcondor"].window.leading_edge == "25.14"
+    assert manifest.backends["htcondor"].window.leading_edge == "25.15"
     assert manifest.window_origins["htcondor.window"].startswith(f"{path}:")
     assert manifest.window_origins["slurm.window"].startswith(f"{catalogue_manifest()}:")
     from pytest_stacks.cli import main
 
     assert main(["--manifest", str(path), "show", "my-htcondor"]) == 0
     out = capsys.readouterr().out
-    assert f"window:        23.9 .. 25.14 (from your file: {path}:" in out, out
+    assert f"window:        23.9 .. 25.15 (from your file: {path}:" in out, out
     monkeypatch.setenv("COLUMNS", "250")  # the table fits COLUMNS: a row per line here
     assert main(["--manifest", str(path), "list"]) == 0
     out = capsys.readouterr().out
-    assert "23.9 .. 25.14" in out and "your file:" in out and "the catalogue:" in out, out
+    assert "23.9 .. 25.15" in out and "your file:" in out and "the catalogue:" in out, out
 
 
 @pytest.mark.parametrize(("window", "expected"), [
     ("{anchor: '23.9', leading_edge: '25.0'}",
-     ["backends.htcondor.window.leading_edge: '25.0' is older than the catalogue's '25.13'",
-      "widen a catalogue window, never narrow it", "Set it to '25.13' or newer"]),
-    ("{anchor: '24.0', leading_edge: '25.13'}",
+     ["backends.htcondor.window.leading_edge: '25.0' is older than the catalogue's '25.14'",
+      "widen a catalogue window, never narrow it", "Set it to '25.14' or newer"]),
+    ("{anchor: '24.0', leading_edge: '25.14'}",
      ["backends.htcondor.window.anchor: '24.0' is newer than the catalogue's '23.9'",
       "htcondor-23.9 (23.9.6)", "Set it to '23.9' or older"]),
 ])
 def test_narrowing_a_catalogue_window_is_refused_with_the_fix(
         tmp_path: Path, window: str, expected: list[str]) -> None:
     path = project(tmp_path, f"backends:\n  htcondor:\n    window: {window}\n",
-                   use="[htcondor-23.9, htcondor-25]")
+                   use="[htcondor-23.9, htcondor-25-mini]")
     text = problems(path)
     assert f"{path}:7: " in text, text
     for fragment in expected:

@@ -888,7 +888,7 @@ def test_runnable_here_keeps_only_the_stacks_whose_requires_the_host_offers() ->
     assert all(set(r["runner_needs"]) <= {"docker"} for r in here)
     machine = {r["stack"] for r in ci.matrix(manifest, "full", host=frozenset(
         {"docker", "go"}))["include"]}
-    assert "k8s-1.36-node-mpi-0.8" in machine and "htcondor-25" not in machine
+    assert "k8s-1.36-node-mpi-0.8" in machine and "htcondor-25-mini" not in machine
     with pytest.raises(ci.EmptyLaneError, match="this host offers only nothing"):
         ci.matrix(manifest, "full", host=frozenset())
 
