@@ -92,8 +92,9 @@ def unmark_kept(run_id: str) -> None:
 
 
 def kept_runs() -> dict[str, dict[str, Any]]:
-    """Every kept run by id: its run directory, its stacks, why. An unreadable record still
-    keeps its run (named by the file): reaping what someone kept is worse than leaving it."""
+    """Every kept run by id: its run directory, its stacks, why, and the record's file. An
+    unreadable record still keeps its run (named by the file): reaping what someone kept is
+    worse than leaving it."""
     found: dict[str, dict[str, Any]] = {}
     paths = [path for folder in (_legacy_marks(), _marks()) if folder.is_dir()
              for path in sorted(folder.glob("*.json"))]
@@ -101,10 +102,55 @@ def kept_runs() -> dict[str, dict[str, Any]]:
         try:
             data = json.loads(path.read_text())
             found[path.stem] = {"run_dir": str(data["run_dir"]), "stacks": list(data["stacks"]),
-                                "why": str(data.get("why", ""))}
-        except (OSError, ValueError, KeyError, TypeError):
-            found[path.stem] = {"run_dir": "", "stacks": [], "why": f"unreadable: {path}"}
+                                "why": str(data.get("why", "")), "record": str(path)}
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            found[path.stem] = {"run_dir": "", "stacks": [], "why": f"unreadable: {path}",
+                                "record": str(path)}
     return found
+
+
+def kept_run_dir(kept: dict[str, Any]) -> Path | None:
+    """The run directory a kept-run record names, proven to be one of this runs root's
+    (``<runs>/<run>`` or ``<runs>/kept/<run>``, symlinks resolved), so ``down`` may remove it;
+    None when the record names none, or one under another ``TMPDIR``'s runs root (ended from
+    there). Anything else is refused (StacksError naming the record file and its field):
+    a record is a file on disk, and ``down`` must never remove a folder it does not own, nor the
+    runs root that holds every run's."""
+    given = str(kept.get("run_dir") or "")
+    if not given:
+        return None
+    root = runs_root().resolve()
+    path = Path(given)
+    real = path.resolve() if path.is_absolute() and ".." not in path.parts else None
+    if real is not None and real.parent in (root, root / UP_FOLDER) \
+            and real.name not in (UP_FOLDER, MARKS_FOLDER, *_NOT_RUNS) \
+            and not path.is_symlink():
+        return real
+    if real is not None and not _textually_under(path, root) and _another_runs_root(real):
+        return None  # kept under another TMPDIR: protected here, ended from there
+    raise StacksError(
+        f"{kept.get('record', 'a kept-run record')}: field 'run_dir' is {given!r}, which is not "
+        f"a run directory inside {root} (one folder below it, or below its {UP_FOLDER}/; "
+        f"symlinks resolved). Nothing of it was removed. If that run is over, remove the "
+        f"record file; else correct its run_dir.")
+
+
+#: Folders of the runs root that hold no run: never a run directory to remove.
+_NOT_RUNS = ("kind-clusters",)
+
+
+def _textually_under(path: Path, root: Path) -> bool:
+    """Whether ``path`` names itself as under ``root`` before anything is resolved (its
+    ``..``, a symlink: the record says "ours", so it is judged as ours)."""
+    return path.is_relative_to(root) or path.is_relative_to(runs_root())
+
+
+def _another_runs_root(real: Path) -> bool:
+    """Whether ``real`` is where another ``TMPDIR`` keeps this user's runs
+    (``.../pytest-stacks-<uid>/<run>`` or ``.../pytest-stacks-<uid>/kept/<run>``)."""
+    ours = f"pytest-stacks-{os.getuid()}"
+    parent = real.parent.parent if real.parent.name == UP_FOLDER else real.parent
+    return parent.name == ours and real.name not in (UP_FOLDER, MARKS_FOLDER, *_NOT_RUNS)
 
 
 def scratch_folder(prefix: str) -> Path:

@@ -380,7 +380,7 @@ def test_down_of_a_mistyped_name_suggests_the_close_one(
 def test_down_suggests_among_the_kept_stacks_too(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:
-    other = tmp_path / "other-tmp" / "pytest-stacks-1" / "kept" / "r1"  # kept elsewhere
+    other = tmp_path / "other-tmp" / f"pytest-stacks-{os.getuid()}" / "kept" / "r1"  # kept elsewhere
     places.mark_kept("r1", other, ["my-own-stack"], "pytest-stacks up")
     _no_engine(monkeypatch)
     code, out, err = _run(capsys, "--manifest", str(REPO / "manifest.yaml"), "down",
