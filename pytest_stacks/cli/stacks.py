@@ -67,7 +67,9 @@ def cmd_reap(args: argparse.Namespace) -> int:
         if cluster not in failed:
             print(f"{verb} kind cluster {cluster} of a dead run (and its docker network)")
     if not args.dry_run:
-        for folder in reap_dead_run_dirs():
+        folders, unreadable = reap_dead_run_dirs()
+        problems += unreadable
+        for folder in folders:
             print(f"removed the run directory of a dead run: {folder}")
     if not reaped and not clusters and not problems:
         print("nothing to reap: no resources of dead runs")
