@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 from pytest_stacks.ci import EMPTY_LANE_EXIT, EmptyLaneError
 from pytest_stacks.cli import parity, planning, report, stacks
-from pytest_stacks.errors import InfrastructureError, ManifestError, StacksError
+from pytest_stacks.errors import InfrastructureError, ManifestError, StacksError, redact
 from pytest_stacks.verdicts.results import ResultsError
 
 EXIT_CODES: tuple[tuple[type[BaseException], int], ...] = (
@@ -43,7 +43,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def describe(command: str, exc: BaseException) -> str:
-    """The message a person reads for ``exc``: what went wrong, without a traceback."""
+    """The message a person reads for ``exc``: what went wrong, without a traceback, and
+    without any credential it may quote (:func:`~pytest_stacks.errors.redact`)."""
+    return redact(_described(command, exc))
+
+
+def _described(command: str, exc: BaseException) -> str:
     if isinstance(exc, ManifestError):
         if len(exc.problems) == 1:
             return f"pytest-stacks {command}: invalid manifest: {exc.problems[0]}"
