@@ -277,10 +277,22 @@ def cmd_build(args: argparse.Namespace) -> int:
 
 
 def cmd_timings(args: argparse.Namespace) -> int:
+    """The timings files summed per step; a path that is not a regular file (a FIFO would
+    wait for a writer forever) is refused at once, naming it."""
+    import os
+    import stat
     from pathlib import Path
 
     from pytest_stacks import progress
 
+    for path in args.paths:
+        try:
+            mode = os.stat(path).st_mode
+        except OSError:
+            continue  # not written (yet): nothing was timed there
+        if not stat.S_ISREG(mode):
+            raise StacksError(f"{path}: not a regular file (a FIFO, a device or a folder); "
+                              f"name the file {progress.TIMINGS_ENV} named for the run")
     print(progress.summary([Path(p) for p in args.paths]))
     return 0
 
