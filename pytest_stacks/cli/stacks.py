@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 import time
@@ -223,10 +224,9 @@ def _known_or_refused(args: argparse.Namespace, name: str,
     from pytest_stacks.suggest import did_you_mean
 
     known = {stack for kept in kept_runs.values() for stack in kept["stacks"]}
-    try:
+    # An unreadable manifest must not keep anyone from ending what they kept.
+    with contextlib.suppress(StacksError):
         known |= set(manifest(args).names())
-    except StacksError:
-        pass  # an unreadable manifest must not keep anyone from ending what they kept
     if name in known:
         return
     raise StacksError(f"no kept run has a stack {name!r}, and the manifest names none."

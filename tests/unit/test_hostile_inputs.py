@@ -11,6 +11,7 @@ file with a number JSON cannot hold.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -76,7 +77,12 @@ def _victim(tmp_path: Path) -> Path:
 
 def _no_engine(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     swept: list[str] = []
-    monkeypatch.setattr(reaper, "sweep_run", lambda run_id: swept.append(run_id) or [])
+
+    def sweep_run(run_id: str) -> list[str]:
+        swept.append(run_id)
+        return []
+
+    monkeypatch.setattr(reaper, "sweep_run", sweep_run)
     monkeypatch.setattr(kind_owners, "reap", lambda *a, **k: [])
     return swept
 
@@ -211,10 +217,8 @@ def _unblock_later(fifo: Path, after: float = 10.0) -> None:
     test of a command that must not read it fails instead of hanging)."""
     def unblock() -> None:
         time.sleep(after)
-        try:
+        with contextlib.suppress(OSError):  # nobody reads it: as it should be
             os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
-        except OSError:
-            pass  # nobody reads it: as it should be
 
     threading.Thread(target=unblock, daemon=True).start()
 
@@ -350,8 +354,6 @@ def test_timings_refuses_a_fifo_at_once(tmp_path: Path,
 def test_a_record_that_recorded_nothing_fails(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
         stale: bool) -> None:
-    from pytest_stacks.cli import parity
-
     tests = tmp_path / "parity"
     (tests / "recordings").mkdir(parents=True)
     (tests / "parity.yaml").write_text("{}\n")
@@ -359,7 +361,7 @@ def test_a_record_that_recorded_nothing_fails(
     if stale:
         written.write_text("{}")
         os.utime(written, (1, 1))
-    monkeypatch.setattr(parity.subprocess, "call", lambda *a, **k: 0)  # a run that skipped
+    monkeypatch.setattr(subprocess, "call", lambda *a, **k: 0)  # a run that skipped all
     code, _, err = _run(capsys, "record", "slurm-24.11", "--tests", str(tests))
     assert code != 0 and "Traceback" not in err
     assert "recorded nothing" in err and str(written) in err
@@ -380,7 +382,8 @@ def test_down_of_a_mistyped_name_suggests_the_close_one(
 def test_down_suggests_among_the_kept_stacks_too(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:
-    other = tmp_path / "other-tmp" / f"pytest-stacks-{os.getuid()}" / "kept" / "r1"  # kept elsewhere
+    # Kept under another TMPDIR: not ended here, but its stacks are names `down` knows.
+    other = tmp_path / "other-tmp" / f"pytest-stacks-{os.getuid()}" / "kept" / "r1"
     places.mark_kept("r1", other, ["my-own-stack"], "pytest-stacks up")
     _no_engine(monkeypatch)
     code, out, err = _run(capsys, "--manifest", str(REPO / "manifest.yaml"), "down",
