@@ -75,6 +75,32 @@ def _legacy_marks() -> Path:
     return runs_root() / MARKS_FOLDER
 
 
+RECORD_MAX_BYTES = 64 * 1024
+
+
+def read_record(path: Path) -> dict[str, Any]:
+    """The JSON object a small record file of ours holds (an owner record, a kept-run record),
+    or ValueError saying what it is instead. Its kind is checked before it is opened (reading a
+    FIFO would block every later run) and its size before it is read."""
+    try:
+        info = os.lstat(path)
+    except OSError as exc:
+        raise ValueError(f"cannot be read ({exc.strerror or exc})") from None
+    if not stat.S_ISREG(info.st_mode):
+        raise ValueError("is not a regular file (a symlink, a FIFO, a folder)")
+    if info.st_size > RECORD_MAX_BYTES:
+        raise ValueError(f"is {info.st_size} bytes, too large for a record")
+    try:
+        data = json.loads(path.read_bytes())
+    except OSError as exc:
+        raise ValueError(f"cannot be read ({exc.strerror or exc})") from None
+    except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError alike
+        raise ValueError(f"is not valid JSON ({exc})") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"is not a JSON object (it holds a {type(data).__name__})")
+    return data
+
+
 def mark_kept(run_id: str, run_dir: Path, stacks: list[str], why: str) -> None:
     """Record that run ``run_id`` keeps ``stacks`` (its run directory stays with them)."""
     folder = _marks()
@@ -100,10 +126,13 @@ def kept_runs() -> dict[str, dict[str, Any]]:
              for path in sorted(folder.glob("*.json"))]
     for path in paths:
         try:
-            data = json.loads(path.read_text())
-            found[path.stem] = {"run_dir": str(data["run_dir"]), "stacks": list(data["stacks"]),
+            data = read_record(path)
+            stacks = data["stacks"]
+            if not isinstance(stacks, list) or not all(isinstance(s, str) for s in stacks):
+                raise TypeError("'stacks' is not a list of names")
+            found[path.stem] = {"run_dir": str(data["run_dir"]), "stacks": stacks,
                                 "why": str(data.get("why", "")), "record": str(path)}
-        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        except (ValueError, KeyError, TypeError):
             found[path.stem] = {"run_dir": "", "stacks": [], "why": f"unreadable: {path}",
                                 "record": str(path)}
     return found

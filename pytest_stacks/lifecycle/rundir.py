@@ -11,9 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import shutil
-import stat
 import time
 import uuid
 from dataclasses import dataclass
@@ -72,25 +70,9 @@ def reap_dead_run_dirs() -> tuple[list[Path], list[str]]:
 
 def read_owner(path: Path) -> tuple[int, str]:
     """(pid, start) of a run directory's owner record, or ValueError saying what is wrong with
-    it. Checked before it is opened (a FIFO would block every later run) and before it is
-    trusted (a wrong type is not a dead owner, nor a live one)."""
-    try:
-        info = os.lstat(path)
-    except OSError as exc:
-        raise ValueError(f"cannot be read ({exc.strerror or exc})") from None
-    if not stat.S_ISREG(info.st_mode):
-        raise ValueError("is not a regular file (a symlink, a FIFO, a folder)")
-    if info.st_size > 4096:
-        raise ValueError(f"is {info.st_size} bytes, too large for an owner record")
-    try:
-        data = json.loads(path.read_bytes())
-    except OSError as exc:
-        raise ValueError(f"cannot be read ({exc.strerror or exc})") from None
-    except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError alike
-        raise ValueError(f"is not valid JSON ({exc})") from None
-    if not isinstance(data, dict):
-        raise ValueError(f"is not a JSON object (holds {type(data).__name__}); an owner "
-                         f'record is {{"pid": <int>, "start": "<ticks>"}}')
+    it: checked before it is opened (:func:`~pytest_stacks.places.read_record`) and before it
+    is trusted (a wrong type is not a dead owner, nor a live one)."""
+    data = places.read_record(path)
     pid, start = data.get("pid"), data.get("start")
     if type(pid) is not int or pid <= 0:
         raise ValueError(f"field 'pid' is {pid!r}, not a process id (a whole number > 0)")

@@ -60,17 +60,26 @@ def records(root: Path) -> tuple[list[Owned], list[str]]:
     found, problems = [], []
     for path in sorted((root / "kind-clusters").glob(f"{CLUSTER_PREFIX}*.json")):
         try:
-            data = json.loads(path.read_text())
-            owned = Owned(path.stem, path, str(data["run"]), int(data["pid"]),
-                          str(data["start"]), str(data.get("kind") or ""),
-                          str(data.get("stack") or ""))
-        except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+            owned = _owned(path, places.read_record(path))
+        except (ValueError, KeyError, TypeError) as exc:
             problems.append(f"kind cluster {path.stem}: its owner record {path} cannot be "
                             f"read ({exc}); check the cluster by hand (`kind get clusters`) "
                             f"and remove the record")
             continue
         found.append(owned)
     return found, problems
+
+
+def _owned(path: Path, data: dict[str, object]) -> Owned:
+    """One record's fields, each of its type (TypeError naming the field otherwise)."""
+    pid = data.get("pid")
+    if type(pid) is not int:
+        raise TypeError(f"field 'pid' is {pid!r}, not a process id")
+    for field in ("run", "start"):
+        if not isinstance(data.get(field), str):
+            raise TypeError(f"field {field!r} is {data.get(field)!r}, not a string")
+    return Owned(path.stem, path, str(data["run"]), pid, str(data["start"]),
+                 str(data.get("kind") or ""), str(data.get("stack") or ""))
 
 
 def not_ours(owned: Owned) -> str:

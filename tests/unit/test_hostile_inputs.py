@@ -332,6 +332,27 @@ def test_a_kind_owner_record_never_names_the_program_we_run(tmp_path: Path, name
     assert not (records / "pst-ours-x.json").exists()
 
 
+@pytest.mark.parametrize(("content", "said"), [
+    ('[4242, "3"]', "not a JSON object"), ('{"run": "r", "pid": "1", "start": "1"}', "'pid'"),
+    ('{"run": 3, "pid": 1, "start": "1"}', "'run'"), (None, "not a regular file"),
+])
+def test_a_corrupt_kind_owner_record_is_named_never_read_blocking(
+        tmp_path: Path, content: str | None, said: str) -> None:
+    records = tmp_path / "runs" / "kind-clusters"
+    records.mkdir(parents=True)
+    record = records / "pst-bad-x.json"
+    if content is None:
+        os.mkfifo(record)
+        _unblock_later(record)
+    else:
+        record.write_text(content)
+    started = time.monotonic()
+    problems = kind_owners.reap(Recorder(), tmp_path / "runs")
+    assert time.monotonic() - started < 5, "it waited on the FIFO"
+    [problem] = problems
+    assert str(record) in problem and said in problem and "remove the record" in problem
+
+
 # ---------------------------------------------------------------- 6. timings on a FIFO
 
 
