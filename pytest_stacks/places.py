@@ -29,6 +29,9 @@ from pytest_stacks.processes import owner_alive, process_start_time
 
 UP_FOLDER = "kept"  # run directories of `pytest-stacks up`
 MARKS_FOLDER = "kept-runs"  # one record per kept run, whatever kept it
+#: Folders of the runs root that hold no run (kind's owner records among them): never a run
+#: directory to remove, however old.
+NOT_RUNS = (UP_FOLDER, MARKS_FOLDER, "kind-clusters")
 
 
 def runs_root() -> Path:
@@ -152,7 +155,7 @@ def kept_run_dir(kept: dict[str, Any]) -> Path | None:
     path = Path(given)
     real = path.resolve() if path.is_absolute() and ".." not in path.parts else None
     if real is not None and real.parent in (root, root / UP_FOLDER) \
-            and real.name not in (UP_FOLDER, MARKS_FOLDER, *_NOT_RUNS) \
+            and real.name not in NOT_RUNS \
             and not path.is_symlink():
         return real
     if real is not None and not _textually_under(path, root) and _another_runs_root(real):
@@ -162,10 +165,6 @@ def kept_run_dir(kept: dict[str, Any]) -> Path | None:
         f"a run directory inside {root} (one folder below it, or below its {UP_FOLDER}/; "
         f"symlinks resolved). Nothing of it was removed. If that run is over, remove the "
         f"record file; else correct its run_dir.")
-
-
-#: Folders of the runs root that hold no run: never a run directory to remove.
-_NOT_RUNS = ("kind-clusters",)
 
 
 def _textually_under(path: Path, root: Path) -> bool:
@@ -179,7 +178,7 @@ def _another_runs_root(real: Path) -> bool:
     (``.../pytest-stacks-<uid>/<run>`` or ``.../pytest-stacks-<uid>/kept/<run>``)."""
     ours = f"pytest-stacks-{os.getuid()}"
     parent = real.parent.parent if real.parent.name == UP_FOLDER else real.parent
-    return parent.name == ours and real.name not in (UP_FOLDER, MARKS_FOLDER, *_NOT_RUNS)
+    return parent.name == ours and real.name not in NOT_RUNS
 
 
 def scratch_folder(prefix: str) -> Path:

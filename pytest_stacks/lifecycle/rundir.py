@@ -45,7 +45,7 @@ def reap_dead_run_dirs() -> tuple[list[Path], list[str]]:
     kept = places.kept_runs()
     for folder in runs_root().iterdir():
         # Folders of runs from before owner.json existed, or whose start was cut short.
-        if (folder.is_dir() and folder.name not in (places.UP_FOLDER, places.MARKS_FOLDER)
+        if (folder.is_dir() and folder.name not in places.NOT_RUNS
                 and folder.name not in kept and not (folder / OWNER_FILE).exists()
                 and not (folder / OWNER_FILE).is_symlink()
                 and time.time() - folder.stat().st_mtime > 86400):

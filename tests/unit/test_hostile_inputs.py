@@ -212,6 +212,16 @@ def test_a_corrupt_owner_record_is_named_and_breaks_no_other_run(
     assert "AttributeError" not in err and "Traceback" not in err
 
 
+def test_kind_owner_records_are_not_an_old_run_directory() -> None:
+    """The folder of kind's owner records has no owner.json, as the folders of runs cut short
+    have; reaping it after a day would lose every live cluster's record."""
+    records = places.runs_root() / "kind-clusters"
+    records.mkdir()
+    (records / "pst-live-x.json").write_text("{}")
+    os.utime(records, (1, 1))
+    assert rundir.reap_dead_run_dirs() == ([], []) and records.is_dir()
+
+
 def _unblock_later(fifo: Path, after: float = 10.0) -> None:
     """A reader that waits on ``fifo`` for a writer is let go after ``after`` seconds (so a
     test of a command that must not read it fails instead of hanging)."""
