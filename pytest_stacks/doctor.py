@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from importlib.util import find_spec
 from pathlib import Path
 
-from pytest_stacks.errors import StacksError
+from pytest_stacks.errors import StacksError, redact
 from pytest_stacks.manifest import BaseImage, Manifest, Stack
 from pytest_stacks.polling import poll_until
 
@@ -38,7 +38,7 @@ class Check:
         text = f"[{mark}] {self.name}: {self.detail}"
         if not self.ok and self.fix_hint:
             text += f" -> {self.fix_hint}"
-        return text
+        return redact(text)  # a site's check quotes what it could not use: never a secret
 
 
 def _run(argv: Sequence[str], timeout: float = 60) -> subprocess.CompletedProcess[str]:

@@ -6,6 +6,7 @@ each carries a message written for a person, never a traceback.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 
@@ -77,3 +78,26 @@ def said(exc: BaseException) -> str:
     if isinstance(exc, StacksError):
         return str(exc)
     return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+
+
+#: Keys whose values are credentials wherever they appear (kubeconfig, JSON, YAML, ``k=v``).
+_SECRET_KEY = (r"(?:[\w-]*token|client-key-data|client-key|password|passwd|secret|"
+               r"private[-_]key|api[-_]?key|credentials?)")
+_SECRETS = (
+    # "token": "v", 'password': 'v', token: v, password=v (the value quoted or not)
+    re.compile(r"""(?ix)(["']?\b""" + _SECRET_KEY + r"""["']?\s*[:=]\s*)
+                   (?:"[^"]*"|'[^']*'|[^\s"',}\]]+)"""),
+    re.compile(r"(?i)(\b(?:bearer|basic)\s+)[A-Za-z0-9._~+/=-]+"),  # an Authorization header
+    re.compile(r"(?i)(\b[a-z][a-z0-9+.-]*://[^/\s:@]+:)[^@\s/]+(?=@)"),  # user:password@host
+)
+REDACTED = "***"
+
+
+def redact(text: str) -> str:
+    """``text`` with every credential it may hold replaced by ``***`` (a kubeconfig's token,
+    client-key-data or password, an Authorization header, a URL's password). Messages quote
+    what they could not use, and what they could not use may be a credentials file: nothing
+    pytest-stacks prints may carry one."""
+    for pattern in _SECRETS:
+        text = pattern.sub(lambda m: m.group(1) + REDACTED, text)
+    return text

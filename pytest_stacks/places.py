@@ -29,6 +29,9 @@ from pytest_stacks.processes import owner_alive, process_start_time
 
 UP_FOLDER = "kept"  # run directories of `pytest-stacks up`
 MARKS_FOLDER = "kept-runs"  # one record per kept run, whatever kept it
+#: Folders of the runs root that hold no run (kind's owner records among them): never a run
+#: directory to remove, however old.
+NOT_RUNS = (UP_FOLDER, MARKS_FOLDER, "kind-clusters")
 
 
 def runs_root() -> Path:
@@ -75,6 +78,32 @@ def _legacy_marks() -> Path:
     return runs_root() / MARKS_FOLDER
 
 
+RECORD_MAX_BYTES = 64 * 1024
+
+
+def read_record(path: Path) -> dict[str, Any]:
+    """The JSON object a small record file of ours holds (an owner record, a kept-run record),
+    or ValueError saying what it is instead. Its kind is checked before it is opened (reading a
+    FIFO would block every later run) and its size before it is read."""
+    try:
+        info = os.lstat(path)
+    except OSError as exc:
+        raise ValueError(f"cannot be read ({exc.strerror or exc})") from None
+    if not stat.S_ISREG(info.st_mode):
+        raise ValueError("is not a regular file (a symlink, a FIFO, a folder)")
+    if info.st_size > RECORD_MAX_BYTES:
+        raise ValueError(f"is {info.st_size} bytes, too large for a record")
+    try:
+        data = json.loads(path.read_bytes())
+    except OSError as exc:
+        raise ValueError(f"cannot be read ({exc.strerror or exc})") from None
+    except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError alike
+        raise ValueError(f"is not valid JSON ({exc})") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"is not a JSON object (it holds a {type(data).__name__})")
+    return data
+
+
 def mark_kept(run_id: str, run_dir: Path, stacks: list[str], why: str) -> None:
     """Record that run ``run_id`` keeps ``stacks`` (its run directory stays with them)."""
     folder = _marks()
@@ -92,19 +121,64 @@ def unmark_kept(run_id: str) -> None:
 
 
 def kept_runs() -> dict[str, dict[str, Any]]:
-    """Every kept run by id: its run directory, its stacks, why. An unreadable record still
-    keeps its run (named by the file): reaping what someone kept is worse than leaving it."""
+    """Every kept run by id: its run directory, its stacks, why, and the record's file. An
+    unreadable record still keeps its run (named by the file): reaping what someone kept is
+    worse than leaving it."""
     found: dict[str, dict[str, Any]] = {}
     paths = [path for folder in (_legacy_marks(), _marks()) if folder.is_dir()
              for path in sorted(folder.glob("*.json"))]
     for path in paths:
         try:
-            data = json.loads(path.read_text())
-            found[path.stem] = {"run_dir": str(data["run_dir"]), "stacks": list(data["stacks"]),
-                                "why": str(data.get("why", ""))}
-        except (OSError, ValueError, KeyError, TypeError):
-            found[path.stem] = {"run_dir": "", "stacks": [], "why": f"unreadable: {path}"}
+            data = read_record(path)
+            stacks = data["stacks"]
+            if not isinstance(stacks, list) or not all(isinstance(s, str) for s in stacks):
+                raise TypeError("'stacks' is not a list of names")
+            found[path.stem] = {"run_dir": str(data["run_dir"]), "stacks": stacks,
+                                "why": str(data.get("why", "")), "record": str(path)}
+        except (ValueError, KeyError, TypeError):
+            found[path.stem] = {"run_dir": "", "stacks": [], "why": f"unreadable: {path}",
+                                "record": str(path)}
     return found
+
+
+def kept_run_dir(kept: dict[str, Any]) -> Path | None:
+    """The run directory a kept-run record names, proven to be one of this runs root's
+    (``<runs>/<run>`` or ``<runs>/kept/<run>``, symlinks resolved), so ``down`` may remove it;
+    None when the record names none, or one under another ``TMPDIR``'s runs root (ended from
+    there). Anything else is refused (StacksError naming the record file and its field):
+    a record is a file on disk, and ``down`` must never remove a folder it does not own, nor the
+    runs root that holds every run's."""
+    given = str(kept.get("run_dir") or "")
+    if not given:
+        return None
+    root = runs_root().resolve()
+    path = Path(given)
+    real = path.resolve() if path.is_absolute() and ".." not in path.parts else None
+    if real is not None and real.parent in (root, root / UP_FOLDER) \
+            and real.name not in NOT_RUNS \
+            and not path.is_symlink():
+        return real
+    if real is not None and not _textually_under(path, root) and _another_runs_root(real):
+        return None  # kept under another TMPDIR: protected here, ended from there
+    raise StacksError(
+        f"{kept.get('record', 'a kept-run record')}: field 'run_dir' is {given!r}, which is not "
+        f"a run directory inside {root} (one folder below it, or below its {UP_FOLDER}/; "
+        f"symlinks resolved). Nothing of it was removed. If that run is over, remove the "
+        f"record file; else correct its run_dir.")
+
+
+def _textually_under(path: Path, root: Path) -> bool:
+    """Whether ``path`` names itself as under ``root`` before anything is resolved (its
+    ``..``, a symlink: the record says "ours", so it is judged as ours)."""
+    return path.is_relative_to(root) or path.is_relative_to(runs_root())
+
+
+def _another_runs_root(real: Path) -> bool:
+    """Whether ``real`` is where another ``TMPDIR`` keeps this user's runs
+    (``.../pytest-stacks-<uid>/<run>`` or ``.../pytest-stacks-<uid>/kept/<run>``)."""
+    ours = f"pytest-stacks-{os.getuid()}"
+    parent = real.parent.parent if real.parent.name == UP_FOLDER else real.parent
+    return parent.name == ours and real.name not in NOT_RUNS
 
 
 def scratch_folder(prefix: str) -> Path:

@@ -18,7 +18,9 @@ from __future__ import annotations
 
 import contextvars
 import json
+import math
 import os
+import stat
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -116,23 +118,34 @@ def _record(what: str, outcome: str, seconds: float) -> None:
 
 def summary(paths: list[Path]) -> str:
     """Timings files as one table, slowest first: each step once with its total time (files
-    that do not exist are skipped)."""
+    that do not exist are skipped, lines that are not a step's are ignored). A path that is
+    not a regular file (a FIFO, a device, a folder) is never opened: reading a FIFO waits for
+    a writer that may never come."""
     rows: dict[str, list[float]] = {}
     stacks: dict[str, set[str]] = {}
     lines = []
     for path in paths:
         try:
-            lines += path.read_text(encoding="utf-8").splitlines()
+            info = os.stat(path)
+        except OSError:
+            continue
+        if not stat.S_ISREG(info.st_mode):
+            continue  # the command line refuses it, naming it (cli.stacks.cmd_timings)
+        try:
+            lines += path.read_text(encoding="utf-8", errors="replace").splitlines()
         except OSError:
             continue
     for line in lines:
         try:
             entry = json.loads(line)
-        except ValueError:
+            step, seconds = str(entry["step"]), float(entry["seconds"])
+        except (ValueError, KeyError, TypeError):
             continue
-        rows.setdefault(entry["step"], []).append(float(entry["seconds"]))
-        if entry.get("stack"):
-            stacks.setdefault(entry["step"], set()).add(entry["stack"])
+        if not math.isfinite(seconds):
+            continue
+        rows.setdefault(step, []).append(seconds)
+        if isinstance(entry, dict) and entry.get("stack"):
+            stacks.setdefault(step, set()).add(str(entry["stack"]))
     out = [f"{'seconds':>8}  {'times':>5}  step (stacks)"]
     for what, values in sorted(rows.items(), key=lambda kv: -sum(kv[1])):
         who = ", ".join(sorted(stacks.get(what, ())))

@@ -17,6 +17,7 @@ from pytest_stacks.errors import (
     ManifestError,
     StacksError,
     UnknownStackError,
+    redact,
 )
 from pytest_stacks.verdicts.results import ResultsError
 
@@ -57,7 +58,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def describe(command: str, exc: BaseException) -> str:
-    """The message a person reads for ``exc``: what went wrong, without a traceback."""
+    """The message a person reads for ``exc``: what went wrong, without a traceback, and
+    without any credential it may quote (:func:`~pytest_stacks.errors.redact`)."""
+    return redact(_described(command, exc))
+
+
+def _described(command: str, exc: BaseException) -> str:
     if isinstance(exc, ManifestError):
         if len(exc.problems) == 1:
             return f"pytest-stacks {command}: invalid manifest: {exc.problems[0]}"

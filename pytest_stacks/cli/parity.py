@@ -31,11 +31,27 @@ def cmd_record(args: argparse.Namespace) -> int:
                f"--stack-manifest={manifest_path(args)}", "-p", "no:randomly", "-q",
                "--stack-results", str(Path(".pytest-stacks") / f"record-{args.name}.json")]
     print(f"pytest-stacks record: {' '.join(command[2:])}", flush=True)
-    code = subprocess.call(command, env=env)
     written = target / f"{args.name}.json"
-    if written.is_file():
-        print(f"pytest-stacks record: {written}")
+    before = _version(written)
+    code = subprocess.call(command, env=env)
+    if _version(written) in (None, before):
+        # Every test skipped, or none ran: a success that recorded nothing is not one.
+        raise StacksError(f"recorded nothing: {written} was not written by this run "
+                          f"(pytest exit {code}; see its output above: a skip says why). "
+                          f"Check that {args.name} is a real stack a parity test in "
+                          f"{tests} records, and that its recording goes to --to")
+    print(f"pytest-stacks record: {written}")
     return code
+
+
+def _version(path: Path) -> tuple[int, int, int] | None:
+    """Which file ``path`` is now (inode, size, modification time), or None when absent: a
+    recording written by this run differs from the one before it."""
+    try:
+        info = path.stat()
+    except OSError:
+        return None
+    return info.st_ino, info.st_size, info.st_mtime_ns
 
 
 def register(sub: Any) -> None:

@@ -7,11 +7,12 @@ The table is written even when it is not green: the people who have to fix it ne
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 from typing import Any
 
-from pytest_stacks.cli.common import manifest
+from pytest_stacks.cli.common import manifest, manifest_path
 from pytest_stacks.errors import StacksError
 from pytest_stacks.manifest import LANES
 from pytest_stacks.verdicts import merge, render
@@ -34,6 +35,24 @@ def load_all(paths: list[str]) -> list[ResultsDoc]:
     return docs
 
 
+def _not_an_input(output: Path, inputs: list[str]) -> None:
+    """Refuse an ``--output`` that is one of the report's own inputs (the same file by any
+    name: a symlink, a hard link, ``./x/../``): the report would replace what it was made
+    from, and the next report would read a table as results."""
+    for given in inputs:
+        if _same_file(output, Path(given)):
+            raise StacksError(f"--output {output} is {given}, one of this report's own inputs; "
+                              f"writing the report there would destroy it. Write the report "
+                              f"to another file.")
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:  # one of them does not exist (yet): the same only by name
+        return os.path.realpath(a) == os.path.realpath(b)
+
+
 def cmd_report(args: argparse.Namespace) -> int:
     if args.single and (args.lane or args.matrix):
         raise StacksError("--single summarises one job without a lane: drop --lane/--matrix, "
@@ -45,6 +64,9 @@ def cmd_report(args: argparse.Namespace) -> int:
     if args.tests is not None and not args.single:
         raise StacksError("--tests names one job's planned scope: use it with --single (a "
                           "lane's matrix already carries each row's tests)")
+    if args.output:
+        _not_an_input(Path(args.output), [*args.results, *([args.matrix] if args.matrix else []),
+                                          str(manifest_path(args))])
     docs = load_all(args.results)
     loaded = manifest(args)
     expected = None

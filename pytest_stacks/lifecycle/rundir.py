@@ -9,7 +9,6 @@ it, so the directories are private to this user.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import json
 import shutil
@@ -21,7 +20,7 @@ from typing import Any
 
 from filelock import FileLock
 
-from pytest_stacks import places
+from pytest_stacks import places, progress
 from pytest_stacks.errors import InfrastructureError, StacksError
 from pytest_stacks.places import runs_root, up_root
 from pytest_stacks.providers.base import RunContext, StackInfo
@@ -36,15 +35,19 @@ def new_run_id() -> str:
     return f"{time.strftime('%Y%m%d%H%M%S')}-{uuid.uuid4().hex[:8]}"
 
 
-def reap_dead_run_dirs() -> list[Path]:
+def reap_dead_run_dirs() -> tuple[list[Path], list[str]]:
     """Remove run directories (and the tokens in them) left by runs whose owner is dead, and the
-    files of doubles whose process is dead."""
+    files of doubles whose process is dead. Returns what was removed, and a problem per owner
+    record that cannot be read (its folder is left alone: nobody can tell whether its run is
+    alive, and one bad file must not keep other runs from starting or being reaped)."""
     removed = places.reap_dead_scratch()
+    problems: list[str] = []
     kept = places.kept_runs()
     for folder in runs_root().iterdir():
         # Folders of runs from before owner.json existed, or whose start was cut short.
-        if (folder.is_dir() and folder.name not in (places.UP_FOLDER, places.MARKS_FOLDER)
+        if (folder.is_dir() and folder.name not in places.NOT_RUNS
                 and folder.name not in kept and not (folder / OWNER_FILE).exists()
+                and not (folder / OWNER_FILE).is_symlink()
                 and time.time() - folder.stat().st_mtime > 86400):
             shutil.rmtree(folder, ignore_errors=True)
             removed.append(folder)
@@ -53,13 +56,29 @@ def reap_dead_run_dirs() -> list[Path]:
         if owner_file.parent.name in kept:
             continue  # kept (`pytest-stacks up`, --stack-keep): only `down` ends it
         try:
-            owner = json.loads(owner_file.read_text())
-        except (OSError, ValueError):
+            pid, start = read_owner(owner_file)
+        except ValueError as exc:
+            problems.append(f"{owner_file}: {exc}; its run directory is left alone. If no "
+                            f"run uses {owner_file.parent} any more, remove that folder "
+                            f"(or the file, and the next run reaps the folder after a day)")
             continue
-        if not owner_alive(int(owner.get("pid", 0)), str(owner.get("start", ""))):
+        if not owner_alive(pid, start):
             shutil.rmtree(owner_file.parent, ignore_errors=True)
             removed.append(owner_file.parent)
-    return removed
+    return removed, problems
+
+
+def read_owner(path: Path) -> tuple[int, str]:
+    """(pid, start) of a run directory's owner record, or ValueError saying what is wrong with
+    it: checked before it is opened (:func:`~pytest_stacks.places.read_record`) and before it
+    is trusted (a wrong type is not a dead owner, nor a live one)."""
+    data = places.read_record(path)
+    pid, start = data.get("pid"), data.get("start")
+    if type(pid) is not int or pid <= 0:
+        raise ValueError(f"field 'pid' is {pid!r}, not a process id (a whole number > 0)")
+    if not isinstance(start, str):
+        raise ValueError(f"field 'start' is {start!r}, not a process start time (a string)")
+    return pid, start
 
 
 @dataclass
@@ -97,8 +116,12 @@ class RunDirectory:
     def ensure(self) -> None:
         if self.path.is_dir():
             return
-        with contextlib.suppress(StacksError, OSError):
-            reap_dead_run_dirs()
+        try:
+            _, problems = reap_dead_run_dirs()
+        except (StacksError, OSError) as exc:
+            problems = [f"cannot reap dead runs' directories: {exc}"]
+        for problem in problems:  # said, not raised: another run's file must not stop this one
+            progress.say(f"pytest-stacks: {problem}")
         self.path.mkdir(mode=0o700, parents=True, exist_ok=True)
         owner = self.path / OWNER_FILE
         if not owner.exists():

@@ -210,8 +210,17 @@ def _existing_problems(index: int, stack: dict[str, Any], at: _Locator) -> Itera
         value: Any = existing
         for part in path:
             value = value.get(part) if isinstance(value, dict) else None
-        if isinstance(value, str) and ("\n" in value or "-----BEGIN" in value
-                                       or "apiVersion:" in value):
+        if isinstance(value, str) and looks_like_secret(value):
             yield (f"{at('stacks', index, 'existing', *path)}: this looks like the secret "
                    f"itself. Secrets never go in the manifest: give the path of the file "
                    f"that holds it, or {{env: NAME}} naming a variable that holds the path.")
+
+
+def looks_like_secret(text: str) -> bool:
+    """Whether a value that should be the path of a secrets file is the secret itself: a key
+    (``-----BEGIN``), a kubeconfig in YAML or in JSON (one line, so no newline gives it away),
+    anything of several lines or too long for a path. Such a value is refused without being
+    quoted: quoting it would print the credentials."""
+    stripped = text.strip()
+    return ("\n" in text or "-----BEGIN" in text or "apiVersion" in text
+            or stripped.startswith(("{", "[")) or len(text) > 4096)

@@ -8,7 +8,9 @@ or record, and kind's shared ``kind`` network, are never touched.
 
 Every removal is checked by looking again (the cluster's node containers, its network): a
 removal that did not take is named as a problem, and so is an owner record that cannot be
-read, because skipping it would leave a cluster running with nobody told.
+read, because skipping it would leave a cluster running with nobody told. The kind binary a
+record names is run only when it is kind as pytest-stacks built it (:func:`our_kind`): a
+record is a file on disk, and a file must never choose a program for us to run.
 """
 
 from __future__ import annotations
@@ -19,12 +21,13 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from pytest_stacks import places
+from pytest_stacks import gobuild, places
 from pytest_stacks.providers.labels import owner_alive
 
 Runner = Callable[[Sequence[str], float], subprocess.CompletedProcess[str]]
 CLUSTER_PREFIX = "pst-"
 KIND_CLUSTER_LABEL = "io.x-k8s.kind.cluster"  # kind's label on every node container
+KIND_BUILD_PREFIX = "kind-"  # the Go build of kind itself (kind.tools_build's name)
 
 
 def owner_file(root: Path, cluster: str) -> Path:
@@ -57,15 +60,52 @@ def records(root: Path) -> tuple[list[Owned], list[str]]:
     found, problems = [], []
     for path in sorted((root / "kind-clusters").glob(f"{CLUSTER_PREFIX}*.json")):
         try:
-            data = json.loads(path.read_text())
-            found.append(Owned(path.stem, path, str(data["run"]), int(data["pid"]),
-                               str(data["start"]), str(data.get("kind") or "kind"),
-                               str(data.get("stack") or "")))
-        except (OSError, ValueError, KeyError, TypeError) as exc:
+            owned = _owned(path, places.read_record(path))
+        except (ValueError, KeyError, TypeError) as exc:
             problems.append(f"kind cluster {path.stem}: its owner record {path} cannot be "
                             f"read ({exc}); check the cluster by hand (`kind get clusters`) "
                             f"and remove the record")
+            continue
+        found.append(owned)
     return found, problems
+
+
+def _owned(path: Path, data: dict[str, object]) -> Owned:
+    """One record's fields, each of its type (TypeError naming the field otherwise)."""
+    pid = data.get("pid")
+    if type(pid) is not int:
+        raise TypeError(f"field 'pid' is {pid!r}, not a process id")
+    for field in ("run", "start"):
+        if not isinstance(data.get(field), str):
+            raise TypeError(f"field {field!r} is {data.get(field)!r}, not a string")
+    return Owned(path.stem, path, str(data["run"]), pid, str(data["start"]),
+                 str(data.get("kind") or ""), str(data.get("stack") or ""))
+
+
+def not_ours(owned: Owned) -> str:
+    """The problem of a record whose kind is not :func:`our_kind`: named, never run."""
+    return (f"kind cluster {owned.cluster}: its owner record {owned.record} has field 'kind' "
+            f"{owned.kind or '(none)'!r}, which is not a kind binary pytest-stacks built "
+            f"(under {gobuild.cache_root()}/{KIND_BUILD_PREFIX}*/bin/); it is not run. Delete "
+            f"the cluster by hand (`kind delete cluster --name {owned.cluster}`) and remove "
+            f"the record")
+
+
+def our_kind(named: str) -> Path | None:
+    """The kind binary a record names, if it is one pytest-stacks built (a completed build of
+    kind's module in this user's Go build cache, symlinks resolved); else None. A record is a
+    file on disk: the reaper never runs a program only because a record names it."""
+    path = Path(named)
+    if not named or not path.is_absolute():
+        return None
+    real = path.resolve()
+    build = real.parent.parent
+    cache = gobuild.cache_root().resolve()
+    if (real.name, real.parent.name) != ("kind", "bin") or build.parent != cache \
+            or not build.name.startswith(KIND_BUILD_PREFIX) \
+            or not (build / gobuild.COMPLETE).is_file() or not real.is_file():
+        return None
+    return real  # what is run is the resolved binary, never the name the record gave
 
 
 def _dead(owned: list[Owned]) -> list[Owned]:
@@ -88,7 +128,8 @@ def reap(runner: Runner, root: Path, only_run: str | None = None,
     chosen = [o for o in owned if o.run == only_run and o.stack not in except_stacks] \
         if only_run is not None else _dead(owned)
     for cluster in chosen:
-        problem = delete(runner, cluster.kind, cluster.cluster)
+        kind = our_kind(cluster.kind)
+        problem = delete(runner, str(kind), cluster.cluster) if kind else not_ours(cluster)
         if problem:
             problems.append(problem)
         else:

@@ -16,6 +16,7 @@ from typing import Any
 
 from pytest_stacks.errors import InfrastructureError
 from pytest_stacks.manifest import ExistingSpec, Stack
+from pytest_stacks.manifest.references import looks_like_secret
 from pytest_stacks.providers import ssh_access
 
 KUBECONFIG = "kubeconfig"
@@ -45,9 +46,18 @@ def value(stack: Stack, raw: Any, field: str) -> str:
 
 
 def _file(stack: Stack, raw: Any, field: str) -> Path:
-    path = Path(value(stack, raw, field)).expanduser()
+    """The file a secret field names (a key, known_hosts, a kubeconfig); a value that is the
+    secret itself is refused without being quoted."""
+    given = value(stack, raw, field)
+    said = f" (from ${raw['env']})" if isinstance(raw, Mapping) else ""
+    if looks_like_secret(given):
+        where = f"the variable {raw['env']}" if isinstance(raw, Mapping) else "the manifest"
+        raise InfrastructureError(stack.name, (
+            f"existing.{field}: {where} holds what looks like the secret itself (not shown), "
+            f"not the path of a file. Put it in a file only you can read (chmod 600) and give "
+            f"that file's path instead."))
+    path = Path(given).expanduser()
     if not path.is_file():
-        said = f" (from ${raw['env']})" if isinstance(raw, Mapping) else ""
         raise InfrastructureError(stack.name, f"existing.{field}: no file at {path}{said}. "
                                               f"Point it at the file that holds it.")
     try:

@@ -41,7 +41,8 @@ def render(model: Compatibility, fmt: str) -> str:
     if fmt == "html":
         return html_page(model)
     if fmt == "json":
-        return json.dumps(to_dict(model), indent=2, ensure_ascii=False) + "\n"
+        # Strict JSON or nothing: a non-finite number would be written as Infinity.
+        return json.dumps(to_dict(model), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
     raise ValueError(f"unknown format {fmt!r}: expected one of {', '.join(FORMATS)}")
 
 

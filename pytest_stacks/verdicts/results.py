@@ -15,6 +15,7 @@ the check of it (or the reader's limits) could write files the report refuses.
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import stat
@@ -211,6 +212,9 @@ def validate(doc: Any, source: str | Path = "<results>") -> None:
         raise ResultsError([f"{src}: $.schema_version: {version!r} is not supported{hint}; "
                             f"this pytest-stacks reads version {SCHEMA_VERSION}. Report with "
                             f"the pytest-stacks version that wrote the file."])
+    problems = [f"{src}: {p} {REGENERATE}" for p in _non_finite(doc, doc, [])]
+    if problems:  # first: the schema would call infinity a number past its maximum
+        raise ResultsError(_capped(problems))
     problems = [f"{src}: {p} {REGENERATE}" for p in _schema_problems(doc)]
     if not problems:
         problems = [f"{src}: {p}" for p in _consistency_problems(doc)]
@@ -245,6 +249,20 @@ def json_path(at: Iterable[str | int], doc: Any = None) -> str:
     return text
 
 
+def _non_finite(value: Any, doc: Any, at: list[str | int]) -> Iterable[str]:
+    """Every number JSON cannot hold (``1e999`` reads as infinity; NaN): a table or a JSON
+    report built on one would say ``Infinity``, which no JSON reader accepts."""
+    if isinstance(value, float) and not math.isfinite(value):
+        yield (f"{json_path(at, doc)}: {value!r} is not a finite number (JSON has none: a "
+               f"number this large overflowed).")
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield from _non_finite(item, doc, [*at, str(key)])
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from _non_finite(item, doc, [*at, index])
+
+
 def _schema_problems(doc: dict[str, Any]) -> list[str]:
     import jsonschema  # costs more than the rest of a report; only paid when reading one
 
@@ -277,6 +295,8 @@ def _expected(error: Any) -> str:
         return "must not be empty."
     if kind == "minimum":
         return f"{got!r} is negative; expected a number of seconds >= 0."
+    if kind == "maximum":
+        return f"{got!r} is past any real duration; expected a number of seconds <= {value:g}."
     if kind == "uniqueItems":
         return "lists a value twice."
     return f"{error.message}."

@@ -182,11 +182,23 @@ def test_down_deletes_the_cluster_and_proves_it(kind_stack: Stack, ctx: RunConte
     assert not (ctx.run_dir.parent / "kind-clusters" / f"{info.project}.json").exists()
 
 
-def test_the_reaper_deletes_only_dead_runs_clusters(tmp_path: Path) -> None:
+@pytest.fixture
+def built_kind(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """kind as pytest-stacks builds it (in this test's own cache): the only program an owner
+    record may name for the reaper to run."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    build = gobuild.cache_root() / "kind-v0.33.0-mpi-operator-0.8.2-abc"
+    (build / "bin").mkdir(parents=True)
+    (build / "bin" / "kind").write_text("#!/bin/sh\n")
+    (build / gobuild.COMPLETE).write_text("go1.24\n")
+    return str(build / "bin" / "kind")
+
+
+def test_the_reaper_deletes_only_dead_runs_clusters(tmp_path: Path, built_kind: str) -> None:
     records = tmp_path / "kind-clusters"
     records.mkdir()
     me = {"run": "live", "pid": os.getpid(), "start": process_start_time(os.getpid())}
-    dead = {"run": "dead", "pid": 999_999_999, "start": "1"}
+    dead = {"run": "dead", "pid": 999_999_999, "start": "1", "kind": built_kind}
     (records / "pst-live-x.json").write_text(json.dumps(me))
     (records / "pst-dead-x.json").write_text(json.dumps(dead))
     (records / "someone-else.json").write_text(json.dumps(dead))
@@ -226,12 +238,12 @@ class Engine(Recorder):
 ])
 def test_a_removal_is_proven_by_looking_again(kind_stack: Stack, ctx: RunContext,
                                               offline_tools: Path, engine: Engine,
-                                              says: str) -> None:
+                                              says: str, built_kind: str) -> None:
     """An engine error never reads as "nothing remains", and what remains is named."""
     info = kind.KindProvider(Recorder()).up(kind_stack, ctx)
     with pytest.raises(InfrastructureError, match=re.escape(says)):
         kind.KindProvider(engine).down(kind_stack, info, ctx)
-    dead = {"run": "dead", "pid": 999_999_999, "start": "1", "kind": "kind"}
+    dead = {"run": "dead", "pid": 999_999_999, "start": "1", "kind": built_kind}
     (ctx.run_dir.parent / "kind-clusters" / "pst-dead-y.json").write_text(json.dumps(dead))
     problems = kind_owners.reap(engine, ctx.run_dir.parent)
     assert problems and says in problems[0], problems

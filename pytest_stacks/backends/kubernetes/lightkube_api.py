@@ -18,9 +18,11 @@ from pathlib import Path
 from typing import Any
 
 import httpx2
+import yaml
 from lightkube.config.client_adapter import Client as http_client
 from lightkube.config.client_adapter import ConnectionParams
 from lightkube.config.kubeconfig import KubeConfig
+from lightkube.core.exceptions import ConfigError
 
 from pytest_stacks.backends.kubernetes.api import (
     ApiError,
@@ -31,7 +33,7 @@ from pytest_stacks.backends.kubernetes.api import (
     path,
     resource,
 )
-from pytest_stacks.errors import BackendCallError
+from pytest_stacks.errors import BackendCallError, redact, said
 
 PAGE = 500
 
@@ -57,6 +59,16 @@ def api_error(response: httpx2.Response) -> ApiError:
                     str(status.get("message") or response.text[:500]))
 
 
+def _where(exc: yaml.YAMLError) -> str:
+    """Where and what YAML's error is, without the snippet of the file it quotes: that line
+    may hold a token or a client key."""
+    mark = getattr(exc, "problem_mark", None)
+    problem = str(getattr(exc, "problem", "") or "unreadable")
+    if mark is None:
+        return problem
+    return f"line {mark.line + 1}, column {mark.column + 1}: {problem}"
+
+
 class LightkubeApi:
     def __init__(self, http: httpx2.Client) -> None:
         self._http = http
@@ -66,12 +78,21 @@ class LightkubeApi:
                         transport: httpx2.BaseTransport | None = None) -> LightkubeApi:
         """From a kubeconfig file (its current context unless ``context``); ``transport``
         replaces the network, for tests."""
-        config = KubeConfig.from_file(path).get(context_name=context)
-        if config is None:
-            raise BackendCallError(f"{path}: no usable context in the kubeconfig")
-        params = ConnectionParams(timeout=httpx2.Timeout(timeout), trust_env=False,
-                                  transport=transport)
-        return cls(http_client(config, params))
+        try:
+            config = KubeConfig.from_file(path).get(context_name=context)
+            if config is None:
+                raise BackendCallError(f"{path}: no usable context in the kubeconfig")
+            params = ConnectionParams(timeout=httpx2.Timeout(timeout), trust_env=False,
+                                      transport=transport)
+            return cls(http_client(config, params))
+        except BackendCallError:
+            raise
+        except yaml.YAMLError as exc:
+            raise BackendCallError(f"{path}: the kubeconfig is not valid YAML or JSON "
+                                   f"({_where(exc)}); fix the file") from None
+        except (ConfigError, OSError, ValueError, TypeError, KeyError, AttributeError) as exc:
+            raise BackendCallError(f"{path}: not a usable kubeconfig ({redact(said(exc))}); "
+                                   f"fix the file") from None
 
     def _send(self, method: str, url: str, *, params: Mapping[str, Any] | None = None,
               body: Obj | None = None) -> httpx2.Response:
