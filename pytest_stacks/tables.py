@@ -124,8 +124,39 @@ def stack_details(stack: Stack, origins: Mapping[str, str] | None = None,
                                                    for k, v in floats.items()))
     if stack.options:
         lines.append(f"options:       {dict(stack.options)}")
+    if manifest is not None:
+        lines.extend(_same_line(stack, manifest))
     if origins:
         width = max(len(name) for name in origins)
         lines.append("where each field comes from:")
         lines.extend(f"  {name:<{width}}  {origin}" for name, origin in sorted(origins.items()))
     return "\n".join(lines)
+
+
+def _same_line(stack: Stack, manifest: Manifest) -> list[str]:
+    """The other stacks of the stack's release line (backend and major version), each with
+    how it is had: where a line is both built here and run from an upstream image, a reader of
+    ``show htcondor-25`` learns that the name is this stack's alone, and which to name for the
+    other way."""
+    major = stack.version.split(".")[0]
+    others = [s for s in manifest.stacks if s.name != stack.name and s.backend == stack.backend
+              and s.version.split(".")[0] == major and not s.is_fake]
+    if not others or stack.is_fake:
+        return []
+    width = max(len(s.name) for s in others)
+    lines = [f"same line ({stack.backend} {major}.x), other stacks:"]
+    for other in others:
+        if other.image is not None:
+            how = f"upstream image {other.image.reference}"
+        elif other.compose is not None:
+            how = f"built here ({other.compose.directory.name})"
+        else:
+            how = other.provider
+        needs = f", needs {', '.join(other.requires)}" if other.requires else ""
+        lines.append(f"  {other.name:<{width}}  {other.version:<8} {other.configuration} over "
+                     f"{other.transport}; {how}{needs}")
+    own = (f"upstream image {stack.image.reference}" if stack.image is not None
+           else "built here" if stack.compose is not None else stack.provider)
+    lines.append(f"--stack={stack.name} runs this stack ({own}): a name is matched exactly, "
+                 f"never by version; name one of the above for the other way")
+    return lines

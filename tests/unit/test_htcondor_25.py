@@ -92,3 +92,15 @@ def test_the_driver_refuses_per_job_by_the_schedds_version(tmp_path: Path, versi
             assert remote.ok or "remote outputs" not in remote.error, remote
     finally:
         fake.close()
+
+
+def test_show_says_the_name_is_this_stacks_and_how_the_same_line_is_had_otherwise() -> None:
+    from pytest_stacks import tables
+
+    manifest = load(REPO / "manifest.yaml")
+    shown = tables.stack_details(manifest.get("htcondor-25"), None, manifest)
+    assert "same line (htcondor 25.x), other stacks:" in shown
+    assert "upstream image htcondor/mini:25.13.2-el9, needs docker, registry" in shown
+    assert "--stack=htcondor-25 runs this stack (built here)" in shown
+    assert "same line" not in tables.stack_details(manifest.get("fake-htcondor"), None,
+                                                   manifest)
