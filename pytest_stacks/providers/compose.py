@@ -17,17 +17,22 @@ import re
 import socket
 import time
 from collections.abc import Collection
-from pathlib import Path
 from typing import Any
-
-import yaml
 
 from pytest_stacks import dockerutil, environ, progress, registry
 from pytest_stacks.errors import BackendCallError, InfrastructureError, StacksError
 from pytest_stacks.gobuild import GoModuleBuild
 from pytest_stacks.manifest import Stack
 from pytest_stacks.providers import apptainer_images as apptainer
-from pytest_stacks.providers import images, object_store, preflight, reaper, stack_adapter
+from pytest_stacks.providers import (
+    build_log,
+    compose_files,
+    images,
+    object_store,
+    preflight,
+    reaper,
+    stack_adapter,
+)
 from pytest_stacks.providers import oci_bundles as oci
 from pytest_stacks.providers.access import access_for
 from pytest_stacks.providers.base import Attached, RunContext, StackInfo
@@ -46,59 +51,11 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def _compose_file(stack: Stack) -> Path:
-    assert stack.compose is not None
-    return stack.compose.directory / "compose.yaml"
-
-
-def _override(stack: Stack, ctx: RunContext, run_dir: Path) -> Path:
-    """A second compose file that labels everything the project creates."""
-    source = yaml.safe_load(_compose_file(stack).read_text()) or {}
-    labels = ctx.labels(stack.name)
-    doc: dict[str, Any] = {
-        "services": {name: {"labels": labels} for name in source.get("services", {})},
-        "networks": {"default": {"labels": labels}},
-    }
-    for name in (source.get("networks") or {}):
-        doc["networks"][name] = {"labels": labels}
-    if source.get("volumes"):
-        doc["volumes"] = {name: {"labels": labels} for name in source["volumes"]}
-    for part in (object_store.override(stack, labels, list(source.get("services", {}))),
-                 oci.override(stack)):
-        for name, service in part.get("services", {}).items():
-            doc["services"].setdefault(name, {}).update(service)
-        doc.setdefault("volumes", {}).update(part.get("volumes", {}))
-    path = run_dir / f"{stack.name}.compose.override.yaml"
-    path.write_text(yaml.safe_dump(doc, sort_keys=True))
-    return path
-
-
-def _tail(text: str, lines: int = 30) -> str:
-    return "\n".join(text.strip().splitlines()[-lines:])
-
-
-def _failed_step(output: str) -> str:
-    """The BuildKit/classic step that was running when a build failed."""
-    steps = re.findall(r"^#\d+ \[[^\]]+\] (.+)$|^Step \d+/\d+ : (.+)$", output, re.MULTILINE)
-    if not steps:
-        return "(step unknown)"
-    last: str = steps[-1][0] or steps[-1][1]
-    return last[:200]
-
-
 def _build_args(stack: Stack) -> dict[str, str]:
     """The image's build args: the manifest's, and a container runtime's (part of what is
     built, so part of the content tag)."""
     assert stack.compose is not None
     return {**stack.compose.build_args, **oci.build_args(stack), **apptainer.build_args(stack)}
-
-
-def _pin_gone(output: str) -> str:
-    """The stack Dockerfiles' own words when a pinned Debian version has left its suite
-    (``PIN-GONE: ...``, with the version the suite has now and the fix); "" otherwise."""
-    said = [m.strip() for m in re.findall(r"PIN-GONE: ([^\n\x1b]+)", output)
-            if "${" not in m]  # not the RUN line echoed in the builder's failure message
-    return said[0] if said else ""
 
 
 def _upstream_reference(stack: Stack, ctx: RunContext) -> str:
@@ -190,7 +147,7 @@ class ComposeProvider:
                                              env=self._env(plan), timeout=stack.timeouts.up)
             if started.returncode != 0:
                 raise InfrastructureError(
-                    stack.name, f"`docker compose up` failed:\n{_tail(started.stderr)}",
+                    stack.name, f"`docker compose up` failed:\n{build_log.tail(started.stderr)}",
                     self._compose_logs(plan))
             container, endpoints = self._serve(stack, ctx, plan)
         except BaseException:
@@ -227,7 +184,8 @@ class ComposeProvider:
         env.update(host_env or {})
         return StackInfo(
             provider="compose", project=project_name(stack, ctx),
-            files=(str(_compose_file(stack)), str(_override(stack, ctx, ctx.run_dir))),
+            files=(str(compose_files.compose_file(stack)),
+                   str(compose_files.override(stack, ctx, ctx.run_dir))),
             env=env, ports=ports, image=upstream or f"pytest-stacks/{stack.backend}:{tag}",
             remove_image=canary_build)
 
@@ -312,11 +270,11 @@ class ComposeProvider:
         # (seen here), so success is the image existing, not the exit code.
         if result.returncode != 0 or not dockerutil.image_exists(info.image):
             output = result.stdout + "\n" + result.stderr
-            if gone := _pin_gone(output):
+            if gone := build_log.pin_gone(output):
                 raise InfrastructureError(stack.name, f"image build refused: {gone}")
             raise InfrastructureError(
-                stack.name, f"image build failed at step: {_failed_step(output)}\n"
-                f"last lines of the build log:\n{_tail(output)}")
+                stack.name, f"image build failed at step: {build_log.failed_step(output)}\n"
+                f"last lines of the build log:\n{build_log.tail(output)}")
         return round(time.monotonic() - started, 1)
 
     def _service_container(self, stack: Stack, info: StackInfo) -> Any:
@@ -383,7 +341,8 @@ class ComposeProvider:
             raise InfrastructureError(
                 stack.name, "teardown could not remove everything: "
                 + "; ".join(left or ["containers remain"])
-                + (f"\ncompose down said: {_tail(result.stderr)}" if result.returncode else ""))
+                + (f"\ncompose down said: {build_log.tail(result.stderr)}"
+                   if result.returncode else ""))
 
     def sweep_run(self, ctx: RunContext, keep: Collection[str] = ()) -> list[str]:
         return reaper.sweep_run(ctx.run_id, exclude=keep)

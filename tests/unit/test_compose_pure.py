@@ -10,7 +10,7 @@ import pytest
 from pytest_stacks.dockerutil import content_tag
 from pytest_stacks.providers import reaper
 from pytest_stacks.providers.base import RunContext
-from pytest_stacks.providers.compose import _failed_step
+from pytest_stacks.providers.build_log import failed_step as _failed_step
 from pytest_stacks.providers.labels import (
     LABEL_OWNER_HOST,
     LABEL_OWNER_PID,
@@ -125,3 +125,18 @@ def test_every_built_stack_tags_its_image_with_its_backends_variable() -> None:
         assert variable and "${" + variable in text, (stack.name, variable)
         checked += 1
     assert checked >= 8
+
+
+def test_a_pin_gone_from_its_suite_is_said_in_the_dockerfiles_own_words() -> None:
+    """The classic builder's output (colour codes and all), where the failed RUN line is echoed
+    with the message unexpanded: the real line is the one said, never the template."""
+    from pytest_stacks.providers.build_log import pin_gone
+
+    output = ("\x1b[91m+ set +x\n\x1b[0m\x1b[91mPIN-GONE: condor 25.14.1+dfsg-1 (the pinned "
+              "HTCONDOR_VERSION) is not in Debian sid any more; sid has condor 25.15.0+dfsg-1 "
+              "now. Fix: move HTCONDOR_VERSION.\n\x1b[0mThe command '/bin/sh -c set -eux; echo "
+              "\"PIN-GONE: condor ${HTCONDOR_VERSION} (the pinned\"' returned a non-zero code: 3")
+    said = pin_gone(output)
+    assert said.startswith("condor 25.14.1+dfsg-1 (the pinned HTCONDOR_VERSION)"), said
+    assert "sid has condor 25.15.0+dfsg-1 now" in said and "${" not in said
+    assert pin_gone("#7 3.2 E: Version '1' for 'condor' was not found") == ""

@@ -122,7 +122,7 @@ class _Node:
 ])
 def test_a_bundle_that_cannot_be_unpacked_names_the_image_the_bundle_and_why(
         monkeypatch: pytest.MonkeyPatch, node: _Node, said: str) -> None:
-    monkeypatch.setattr(oci_bundles, "_rootfs_of", lambda image, labels, timeout: b"")
+    monkeypatch.setattr(oci_bundles, "rootfs_of", lambda image, labels, timeout: b"")
     stack = _stack(oci_runtime="crun", container_probe=PROBE)
     with pytest.raises(StacksError) as raised:
         oci_bundles.install(stack, node, {}, 10)

@@ -29,13 +29,14 @@ from __future__ import annotations
 import json
 import re
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from pytest_stacks import cancellation
 from pytest_stacks.backends.htcondor.api import ScheddError, Submitted
+from pytest_stacks.backends.htcondor.schedd_version import schedd_version
 from pytest_stacks.backends.htcondor.translate import job_constraint, job_ids_of
 from pytest_stacks.errors import BackendCallError
 from pytest_stacks.transports import CommandResult, Transport
@@ -384,31 +385,10 @@ class RemoteCliSchedd:
         return parse_json_ads(self._run("slot query", argv, idempotent=True).stdout)
 
     def daemon_version(self) -> str:
-        """The schedd's own ``CondorVersion`` (:func:`schedd_version`), never the login
-        node's ``condor_version``: that is the client's, and a site's tools and daemons
-        differ exactly when a version check matters."""
+        """The schedd's own ``CondorVersion`` (:mod:`.schedd_version`), never the login
+        node's ``condor_version``."""
         return schedd_version(lambda argv: self._run("version", argv, check=False))
 
     def client_version(self) -> str:
         """``condor_version`` of the login node: the tools that submit are the client."""
         return self._run("version", ["condor_version"]).stdout.strip()
-
-
-def schedd_version(run: Callable[[list[str]], CommandResult]) -> str:
-    """The ``CondorVersion`` of the schedd the login node's tools submit to, from its own ad
-    in the collector: the only schedd there, or the one ``condor_q`` names in its header.
-    ScheddError with what was seen where neither tells."""
-    listed = run(["condor_status", "-schedd", "-af", "Name", "CondorVersion"])
-    ads = dict(line.strip().split(None, 1) for line in listed.stdout.splitlines()
-               if len(line.split(None, 1)) == 2)
-    if listed.ok and len(ads) == 1:
-        return next(iter(ads.values()))
-    if listed.ok and ads:
-        header = run(["condor_q", "-totals"])
-        named = re.search(r"^-- Schedd: (\S+) :", header.stdout, re.MULTILINE)
-        if named and named.group(1) in ads:
-            return ads[named.group(1)]
-    seen = "; ".join(f"{name}: {version}" for name, version in sorted(ads.items())) or "none"
-    failed = "" if listed.ok else f" (condor_status failed: {listed.stderr.strip()[-300:]})"
-    raise ScheddError(f"cannot tell the schedd's version: the collector's schedd ads give "
-                      f"{seen}{failed}, and condor_q names none of them")

@@ -18,11 +18,8 @@ from pathlib import Path
 from pytest_stacks.backends import site_folders
 from pytest_stacks.backends.htcondor.api import ScheddError, parse_condor_version
 from pytest_stacks.backends.htcondor.driver import HTCondorClient
-from pytest_stacks.backends.htcondor.remote_cli import (
-    RUN_ATTRIBUTE,
-    RemoteCliSchedd,
-    schedd_version,
-)
+from pytest_stacks.backends.htcondor.remote_cli import RUN_ATTRIBUTE, RemoteCliSchedd
+from pytest_stacks.backends.htcondor.schedd_version import schedd_version
 from pytest_stacks.backends.htcondor.translate import job_constraint, job_ids_of
 from pytest_stacks.backends.site_account import JobAccount
 from pytest_stacks.contract import JobClient
