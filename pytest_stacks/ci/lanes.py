@@ -12,9 +12,10 @@ import hashlib
 import json
 import math
 import re
+from pathlib import Path
 from typing import Any
 
-from pytest_stacks.ci import scope
+from pytest_stacks.ci import binding, scope
 from pytest_stacks.errors import StacksError
 from pytest_stacks.manifest import LANES, Manifest, Stack
 from pytest_stacks.versions import in_series
@@ -172,8 +173,10 @@ def lane_rows(manifest: Manifest, lane: str, tests: str = "",
 
 
 def matrix(manifest: Manifest, lane: str, tests: str = "",
-           host: frozenset[str] | None = None) -> dict[str, list[dict[str, Any]]]:
-    """``{"include": rows}``; raises :class:`EmptyLaneError` for an empty lane."""
+           host: frozenset[str] | None = None,
+           project: Path | None = None) -> dict[str, list[dict[str, Any]]]:
+    """``{"include": rows}``, each row bound to the checkout at ``project`` (default: the
+    current directory; :mod:`.binding`); raises :class:`EmptyLaneError` for an empty lane."""
     rows = lane_rows(manifest, lane, tests, host)
     if not rows:
         why = ("no stack declares a 'canary:' block" if lane == "canary" else
@@ -182,5 +185,5 @@ def matrix(manifest: Manifest, lane: str, tests: str = "",
             why = f"this host offers only {', '.join(sorted(host)) or 'nothing'} of what its " \
                   f"stacks require"
         raise EmptyLaneError(f"the {lane} lane is empty ({why}); there is nothing to run")
-    return {"include": rows}
+    return {"include": binding.bind(rows, manifest, project or Path.cwd())}
 

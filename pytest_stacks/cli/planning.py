@@ -39,7 +39,7 @@ def cmd_matrix(args: argparse.Namespace) -> int:
 
         host = host_offers()
     try:
-        result = ci.matrix(loaded, args.lane, args.tests, host)
+        result = ci.matrix(loaded, args.lane, args.tests, host, project=Path.cwd())
     except ci.EmptyLaneError:
         if args.format == "github":
             write_github_output({"has_rows": "false", "count": "0"})

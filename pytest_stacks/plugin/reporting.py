@@ -170,6 +170,7 @@ def pytest_collection(session: pytest.Session) -> None:
     if not current.owner or current.pool is None or session.config.getoption("collectonly"):
         return
     current.collecting = True
+    current.binding = outcomes.binding_now(session.config, current)
     target = outcomes.results_path(session.config)
     if target is not None:
         try:

@@ -22,13 +22,14 @@ from typing import Any
 
 from pytest_stacks import ci
 from pytest_stacks.ci import scope
-from pytest_stacks.manifest import LANES, Manifest, Stack
+from pytest_stacks.manifest import Manifest, Stack
+from pytest_stacks.verdicts import provenance
+from pytest_stacks.verdicts.plans import FIELDS, expected_from_lane, expected_from_matrix
+from pytest_stacks.verdicts.provenance import Checkout
 from pytest_stacks.verdicts.results import (
     CapabilityResult,
     ResultsDoc,
-    ResultsError,
     StackResult,
-    read_json,
 )
 from pytest_stacks.verdicts.table import (
     Cell,
@@ -39,88 +40,29 @@ from pytest_stacks.verdicts.table import (
 )
 from pytest_stacks.versions import release
 
-FIELDS = ("backend", "version", "role", "provider", "transport", "configuration")
 SHOWN = 3  # node ids named in one problem line; the rest are counted
 __all__ = ["Cell", "Compatibility", "Expected", "Failure", "Row", "expected_from_lane",
            "expected_from_matrix", "merge"]
-
-
-# ---------------------------------------------------------------- what is expected
-
-
-def expected_from_lane(manifest: Manifest, lane: str) -> Expected:
-    """The lane's matrix rows; an empty lane raises ``EmptyLaneError`` (nothing to cover)."""
-    rows = ci.matrix(manifest, lane)["include"]
-    return Expected(lane, tuple(rows), f"the {lane} lane of {manifest.path}")
-
-
-def expected_from_matrix(path: str | Path, lane: str | None = None) -> Expected:
-    """The rows of a matrix file as ``pytest-stacks matrix`` prints it (``{"include": rows}``).
-
-    The jobs ran from this very matrix, so it is what they must cover, even when the manifest
-    at hand has moved on since. ``lane``, when given, must be the matrix's own.
-    """
-    src = str(path)
-    data = read_json(path, "Pass the JSON that `pytest-stacks matrix --lane LANE` printed.")
-    problems = list(_matrix_problems(data, src))
-    if problems:
-        raise ResultsError(problems)
-    rows: list[dict[str, Any]] = data["include"]
-    lanes = sorted({r["lane"] for r in rows})
-    if len(lanes) > 1:
-        raise ResultsError([f"{src}: $.include[*].lane: rows of several lanes ({', '.join(lanes)})"
-                            f"; a matrix is one lane's. Pass one lane's matrix."])
-    if lane is not None and lanes != [lane]:
-        raise ResultsError([f"{src}: $.include[*].lane: the matrix is the {lanes[0]} lane's, not "
-                            f"the {lane} lane's. Drop --lane or pass the {lane} lane's matrix."])
-    return Expected(lanes[0], tuple(rows), src)
-
-
-def _matrix_problems(data: Any, src: str) -> Iterable[str]:
-    fix = "Pass the JSON that `pytest-stacks matrix --lane LANE` printed."
-    if not isinstance(data, dict) or not isinstance(data.get("include"), list):
-        yield f"{src}: $: expected an object {{\"include\": [rows]}}. {fix}"
-        return
-    if not data["include"]:
-        yield f"{src}: $.include: has no rows, so there is nothing to cover. {fix}"
-    seen: set[str] = set()
-    for i, item in enumerate(data["include"]):
-        at = f"{src}: $.include[{i}]"
-        if not isinstance(item, dict):
-            yield f"{at}: expected a row object. {fix}"
-            continue
-        name = item.get("stack")
-        if not isinstance(name, str) or not name:
-            yield f"{at}.stack: expected a stack name. {fix}"
-        elif name in seen:
-            yield f"{at}.stack: {name!r} is listed twice. {fix}"
-        else:
-            seen.add(name)
-        if item.get("lane") not in LANES:
-            yield f"{at}.lane: {item.get('lane')!r} is not one of {', '.join(LANES)}. {fix}"
-        inputs = item.get("inputs")
-        if not isinstance(inputs, dict) or not all(
-                isinstance(k, str) and isinstance(v, str) for k, v in inputs.items()):
-            yield f"{at}.inputs: expected an object of strings (the stack's pins). {fix}"
-        for key in FIELDS:
-            if key in item and not isinstance(item[key], str):
-                yield f"{at}.{key}: expected a string. {fix}"
 
 
 # ---------------------------------------------------------------- merging
 
 
 def merge(docs: Sequence[ResultsDoc], *, manifest: Manifest | None = None,
-          expected: Expected | None = None, planned_tests: str | None = None) -> Compatibility:
+          expected: Expected | None = None, planned_tests: str | None = None,
+          project: Path | None = None) -> Compatibility:
     """One table from ``docs``. With ``expected``, coverage must be exact (fakes aside);
     without it (one job's own summary) every reported stack is a row and nothing is missing,
     and ``planned_tests`` is the scope the job's plan named (its matrix row's ``tests``), so a
     job that ran exactly that is whole. With ``manifest``, every stack it knows is checked
-    against its pins and capabilities."""
-    problems: list[str] = []
+    against its pins and capabilities, and every file against the checkout at ``project``
+    (default: the current folder; :mod:`.provenance`)."""
+    problems: list[str] = provenance.run_id_problems(docs)
     found = _index(docs, problems)
+    checkout = Checkout.of(manifest, project or Path.cwd()) if manifest is not None else None
     columns = _columns(manifest, [s for _, s in found.values()])
-    rows = _covered(expected, found, columns, manifest) if expected is not None else []
+    rows = _covered(expected, found, columns, manifest, checkout) \
+        if expected is not None else []
     for doc, stack in found.values():
         known = _known(manifest, stack.name)
         pins_lane = "canary" if doc.run.lane == "canary" else "pr"
@@ -137,7 +79,8 @@ def merge(docs: Sequence[ResultsDoc], *, manifest: Manifest | None = None,
                          f"the run used (--manifest).")
         label = "fake" if known is not None and known.is_fake and expected is not None \
             else doc.run.ci_lane or doc.run.lane
-        rows.append(_checked(doc, stack, want, None, columns, manifest, label, extra))
+        rows.append(_checked(doc, stack, want, None, columns, manifest, checkout, label,
+                             extra))
     rows.sort(key=_order(manifest))
     problems += [p for row in rows for p in row.problems]  # in table order
     if not rows:
@@ -149,7 +92,8 @@ def merge(docs: Sequence[ResultsDoc], *, manifest: Manifest | None = None,
 
 
 def _covered(expected: Expected, found: dict[str, tuple[ResultsDoc, StackResult]],
-             columns: Sequence[str], manifest: Manifest | None) -> list[Row]:
+             columns: Sequence[str], manifest: Manifest | None,
+             checkout: Checkout | None) -> list[Row]:
     """The expected rows, each taken out of ``found`` (what is left over was not expected)."""
     rows = []
     for want in expected.rows:
@@ -157,7 +101,7 @@ def _covered(expected: Expected, found: dict[str, tuple[ResultsDoc, StackResult]
         if got is None:
             rows.append(_missing_row(want, expected, columns))
         else:
-            rows.append(_checked(*got, want, expected.lane, columns, manifest))
+            rows.append(_checked(*got, want, expected.lane, columns, manifest, checkout))
     return rows
 
 
@@ -186,10 +130,15 @@ def _index(docs: Sequence[ResultsDoc],
 
 def _checked(doc: ResultsDoc, stack: StackResult, want: Mapping[str, Any] | None,
              lane: str | None, columns: Sequence[str], manifest: Manifest | None,
-             label: str | None = None, extra: Sequence[str] = ()) -> Row:
+             checkout: Checkout | None, label: str | None = None,
+             extra: Sequence[str] = ()) -> Row:
     """The row of one reported stack, with what is wrong with it (one line each)."""
     where = f"{doc.source}: stack {stack.name}"
     found: list[str] = list(extra)
+    known = _known(manifest, stack.name)
+    if checkout is not None:
+        found += provenance.stack_problems(doc, stack, doc.stacks.index(stack), checkout,
+                                           known, want if lane is not None else None)
     if want is not None:
         found += _pin_problems(want.get("inputs", {}), stack.pins)
         found += [f"{key} is {getattr(stack, key)!r}, expected {want[key]!r}"
@@ -200,7 +149,6 @@ def _checked(doc: ResultsDoc, stack: StackResult, want: Mapping[str, Any] | None
                                    want.get("tests") if want is not None else None)
     if narrowed:
         found.append(narrowed)
-    known = _known(manifest, stack.name)
     if known is not None:
         found += _offer_problems(stack, known)
     verdict = _verdict_problem(stack)
