@@ -189,3 +189,23 @@ def test_a_matrix_with_rows_removed_by_hand_is_not_the_lane(
     assert code == 4 and out == "", out
     assert "trimmed.json: $.include[0].plan: does not match the rows of the file" in err, err
     assert "Traceback" not in err
+
+
+@pytest.mark.parametrize(("field", "value", "says"), [
+    ("scope", {"paths": [], "keyword": "runs", "markexpr": "", "other": []},
+     "$.run.partial: false, but $.run.scope narrows the run (-k runs); a narrowed run is "
+     "partial."),
+    ("scope", {"paths": [], "keyword": "", "markexpr": "", "other": ["--last-failed"]},
+     "$.run.partial: false, but $.run.scope narrows the run (--last-failed)"),
+    ("deselected", 3, "$.run.partial: false, but $.run.deselected says 3 test(s) were "
+                      "deselected; such a run is partial."),
+], ids=["keyword", "last-failed", "deselected"])
+def test_a_narrowed_run_that_says_it_is_whole_is_refused(
+        pytester: pytest.Pytester, genuine: dict[str, Any], capsys: pytest.CaptureFixture[str],
+        field: str, value: Any, says: str) -> None:
+    doc = copy.deepcopy(genuine)
+    doc["run"][field] = value
+    [path] = _write(pytester.path / "forged", {"fake-slurm": doc})
+    code, out, err = _report(capsys, path, "--single")
+    assert code == 4 and out == "", out
+    assert f"{path}: {says}" in err, err
