@@ -151,6 +151,7 @@ def _checked(doc: ResultsDoc, stack: StackResult, want: Mapping[str, Any] | None
         found.append(narrowed)
     if known is not None:
         found += _offer_problems(stack, known)
+        found += _version_problems(doc, stack, known)
     verdict = _verdict_problem(stack)
     found += [verdict] if verdict else []
     found += [_line(p) for p in stack.problems]
@@ -161,7 +162,8 @@ def _checked(doc: ResultsDoc, stack: StackResult, want: Mapping[str, Any] | None
                observed_client=stack.observed_client, startup_s=stack.startup_s,
                infra=stack.infra, cells={c: _cell(stack, c) for c in columns},
                problems=tuple(f"{where}: {p}" for p in found), parity=stack.parity,
-               driver=stack.driver)
+               driver=stack.driver, scope=doc.run.scope.describe(),
+               deselected=doc.run.deselected)
 
 
 def _pin_problems(expected: Mapping[str, str], got: Mapping[str, str]) -> list[str]:
@@ -182,6 +184,27 @@ def _lane_problems(doc: ResultsDoc, lane: str) -> list[str]:
     if doc.run.ci_lane is not None and doc.run.ci_lane != lane:
         found.append(f"came from the {doc.run.ci_lane} lane, not the {lane} lane")
     return found
+
+
+def _version_problems(doc: ResultsDoc, stack: StackResult, known: Stack) -> list[str]:
+    """The daemon version the run observed must be one the stack allows: the pin (or an
+    existing site's range); for a canary run, the pin's series or a later one."""
+    at = f"$.stacks[{doc.stacks.index(stack)}].observed.daemon"
+    observed = stack.observed_daemon
+    if stack.verdict == "infra" and not observed:
+        return []  # it never came up: its infra problem says so
+    if not observed:
+        return [f"{at} is empty: the run did not say which daemon it tested; re-run pytest "
+                f"--stack={stack.name} with a pytest-stacks that records it"]
+    if doc.run.lane == "canary":
+        if known.accepts_floated(observed):
+            return []
+        return [f"{at} is {observed!r}, older than the pin's series ({known.pin_series}): a "
+                f"canary floats forward from its pin, never back; fix its canary reference"]
+    if known.accepts_version(observed):
+        return []
+    return [f"{at} is {observed!r}, but the manifest allows {known.allowed_versions}: the run "
+            f"tested another daemon; re-run pytest --stack={stack.name} against the pinned one"]
 
 
 def _offer_problems(stack: StackResult, known: Stack) -> list[str]:

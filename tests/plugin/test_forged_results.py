@@ -209,3 +209,26 @@ def test_a_narrowed_run_that_says_it_is_whole_is_refused(
     code, out, err = _report(capsys, path, "--single")
     assert code == 4 and out == "", out
     assert f"{path}: {says}" in err, err
+
+
+@pytest.mark.parametrize(("lane", "daemon", "says"), [
+    ("pinned", "23.02.1", "$.stacks[0].observed.daemon is '23.02.1', but the manifest allows "
+                          "the pin '24.11.5'"),
+    ("pinned", "", "$.stacks[0].observed.daemon is empty: the run did not say which daemon "
+                   "it tested"),
+    ("canary", "23.02.1", "$.stacks[0].observed.daemon is '23.02.1', older than the pin's "
+                          "series (24.11): a canary floats forward from its pin, never back"),
+], ids=["pinned-other-version", "pinned-unseen", "canary-older-series"])
+def test_a_daemon_version_the_stack_does_not_allow_is_refused(
+        pytester: pytest.Pytester, genuine: dict[str, Any], capsys: pytest.CaptureFixture[str],
+        lane: str, daemon: str, says: str) -> None:
+    """The table said "24.11.5 pass" whatever the daemon reported; canary rows skipped the
+    check altogether. The report checks the version the run observed."""
+    doc = copy.deepcopy(genuine)
+    doc["run"]["lane"] = lane
+    doc["stacks"][0]["observed"]["daemon"] = daemon
+    [path] = _write(pytester.path / "forged", {"fake-slurm": doc})
+    code, out, _ = _report(capsys, path, "--single")
+    assert code == 1, out
+    text = " ".join(out.split()).replace("\\", "")
+    assert f"{path}: stack fake-slurm: {says}" in text, text

@@ -519,14 +519,15 @@ def test_markdown_has_the_verdict_the_table_and_the_problems(
     header, *rows = _table(text)
     assert [c.strip() for c in header][-4:] == ["submit", "status", "outputs",
                                                 "outputs.repeatable"]
-    assert [[c.strip() for c in r][:6] for r in rows] == [
-        ["slurm", "22.05.8", "anchor", "slurm-22.05", "pr · compose · local · single-node",
-         "❌ fail"],
+    assert [[c.strip() for c in r][:7] for r in rows] == [
+        ["slurm", "22.05.8 observed via the local client", "anchor", "slurm-22.05",
+         "pr · compose · local · single-node", "the default tests · 0 deselected", "❌ fail"],
         ["slurm", "26.05.5", "leading-edge", "slurm-26.05", "pr · compose · local · "
-                                                            "single-node", "⛔ missing"],
-        ["htcondor", "23.9.6", "leading-edge", "htcondor-23.9", "pr · compose · bindings · "
-                                                                "single-node", "✅ pass"]]
-    assert [c.strip() for c in rows[0][6:]] == ["✅ pass 1", "✅ pass 1", "❌ fail 1/1",
+                                                            "single-node", "no run", "⛔ missing"],
+        ["htcondor", "23.9.6 observed via the bindings client", "leading-edge", "htcondor-23.9",
+         "pr · compose · bindings · single-node", "the default tests · 0 deselected",
+         "✅ pass"]]
+    assert [c.strip() for c in rows[0][7:]] == ["✅ pass 1", "✅ pass 1", "❌ fail 1/1",
                                                 "✅ pass 1"]
     assert "### Problems (2)" in lines
     assert "&lt;script&gt;alert(1)&lt;/script&gt;\\|x" in text and "<script>" not in text
@@ -784,16 +785,41 @@ def test_a_cell_shows_the_tests_skipped_at_run_time() -> None:
     assert merge.Cell("not-offered", skipped=4).text == "not offered"
 
 
-def test_a_fake_stacks_observed_version_is_said_to_be_simulated() -> None:
+def test_a_fakes_version_is_what_it_claims_never_observed() -> None:
+    """A double echoes its pin: its version proves nothing about a daemon, and no rendering
+    may call it observed."""
     fake = merge.Row("fake-slurm", "slurm", "24.11.5", "leading-edge", "pr", "fake", "local",
                      "single-node", True, "pass", observed_daemon="24.11.5")
-    real = merge.Row("slurm-24.11", "slurm", "24.11.5", "leading-edge", "pr", "compose",
-                     "local", "single-node", False, "pass", observed_daemon="24.11.5")
-    assert fake.observed == "24.11.5 (pinned, simulated)" and real.observed == "24.11.5"
-    model = merge.Compatibility("t", None, (), (fake, real), (), ())
-    assert "24.11.5 (simulated)" in render.markdown(model)
-    assert "observed 24.11.5 (pinned, simulated)" in render.html_page(model)
-    assert render.to_dict(model)["rows"][0]["observed"]["simulated"] is True
+    model = merge.Compatibility("t", None, (), (fake,), (), ())
+    [row] = _table(render.markdown(model))[1:]
+    assert row[1].strip() == "24.11.5 (fake, claims 24.11.5)"
+    page = render.html_page(model)
+    assert "fake, claims 24.11.5" in page and "observed 24.11.5" not in page
+    data = render.to_dict(model)["rows"][0]
+    assert data["observed"] is None
+    assert data["claimed"] == {"daemon": "24.11.5", "client": ""}
+
+
+def test_the_version_cell_shows_the_observed_daemon_and_the_client_that_saw_it() -> None:
+    """An existing site on 22.05.11 under a range read "24.11.5 pass" (the manifest's pin):
+    the cell must say what the run saw, and through which client."""
+    site = merge.Row("site-slurm", "slurm", "24.11.5", "leading-edge", "site", "existing",
+                     "ssh", "site", False, "pass", observed_daemon="22.05.11",
+                     observed_client="22.05.11")
+    pinned = merge.Row("slurm-24.11", "slurm", "24.11.5", "leading-edge", "pr", "compose",
+                       "local", "single-node", False, "pass", observed_daemon="24.11.5",
+                       observed_client="24.11.5")
+    model = merge.Compatibility("t", None, (), (site, pinned), (), ())
+    rows = _table(render.markdown(model))[1:]
+    assert [r[1].strip() for r in rows] == [
+        "22.05.11 observed via the ssh client 22.05.11 (pin 24.11.5)",
+        "24.11.5 observed via the local client 24.11.5"]
+    page = render.html_page(model)
+    assert "<td class=\"version\">22.05.11 observed via the ssh client 22.05.11 (pin " \
+           "24.11.5)</td>" in page
+    data = render.to_dict(model)["rows"][0]
+    assert data["observed"] == {"daemon": "22.05.11", "client": "22.05.11"}
+    assert "claimed" not in data
 
 
 def test_the_report_names_the_recording_each_fake_was_checked_against(
