@@ -6,9 +6,10 @@ carries, what the report recomputes on the checkout the jobs tested:
 
 - the git commit (``unknown`` outside a repository, said as such, never guessed);
 - the manifest: its typed content, whichever file (or catalogue it extends) it came from;
-- each stack's inputs: its manifest entry with every option and timeout, and the content of its
-  stack folders (``compose.directory``, a kind node build), so an edited Dockerfile or
-  entrypoint is another stack, not the pinned one;
+- each stack's inputs: its manifest entry with every option and timeout, and the content of the
+  folder its stack folders lie in (``stacks/``: a stack's build also reads shared folders such
+  as ``object-store``), so an edited Dockerfile or entrypoint is another stack, not the pinned
+  one;
 - the code that ran: the ``pytest_stacks`` package and the project's Python code and pytest
   settings (every test path a run can take lies in the project);
 - the plan: one digest of the lane's rows, which each job carries into its results, so a file
@@ -95,11 +96,13 @@ def manifest_digest(manifest: Manifest) -> str:
 
 
 def stack_folders(stack: Stack) -> list[Path]:
-    """The folders a stack is built from."""
-    found = [stack.compose.directory] if stack.compose is not None else []
+    """The folders a stack is built from: the folder its own stack folders (``compose``'s, a
+    kind node build's) lie in, since a build also reads the shared ones beside them (an object
+    store's, a stager's). None for a fake or an existing site."""
+    own = [stack.compose.directory] if stack.compose is not None else []
     if stack.kind is not None and stack.kind.node_build is not None:
-        found.append(stack.kind.node_build.directory)
-    return found
+        own.append(stack.kind.node_build.directory)
+    return sorted({folder.parent for folder in own})
 
 
 def inputs_digest(manifest: Manifest, stack: Stack) -> str:
