@@ -25,6 +25,8 @@ MAX_JOBS = 256  # GitHub Actions' limit of jobs per matrix
 TEST_BUDGET_MINUTES = 20  # on top of the stack's own build/up/ready timeouts
 MAX_TIMEOUT_MINUTES = 360  # GitHub-hosted runners' job limit
 EMPTY_LANE_EXIT = 3
+#: The row key of a ``--runnable-here`` plan: what the host offered, which picked its rows.
+RUNNABLE_ON = "runnable_on"
 
 
 class LaneError(StacksError):
@@ -185,5 +187,7 @@ def matrix(manifest: Manifest, lane: str, tests: str = "",
             why = f"this host offers only {', '.join(sorted(host)) or 'nothing'} of what its " \
                   f"stacks require"
         raise EmptyLaneError(f"the {lane} lane is empty ({why}); there is nothing to run")
+    if host is not None:  # a subset of the lane, which says which: a report recomputes it
+        rows = [{**r, RUNNABLE_ON: sorted(host)} for r in rows]
     return {"include": binding.bind(rows, manifest, project or Path.cwd())}
 

@@ -58,7 +58,8 @@ PROP_IDENTITY = "pytest-stacks:identity"
 PROP_PARITY = "pytest-stacks:parity"
 DEFAULT_RESULTS = ".pytest-stacks/results.json"
 CI_LANE_ENV = "PYTEST_STACKS_CI_LANE"
-#: The matrix row a CI job runs (its stack) and the plan it belongs to (the row's ``plan``).
+#: The plan a run belongs to (its rows' ``plan``) and the rows it answers: a CI job's one
+#: stack (its row's ``stack``), or several comma-separated; unset, the stacks it selected.
 CI_STACK_ENV = "PYTEST_STACKS_CI_STACK"
 CI_PLAN_ENV = "PYTEST_STACKS_CI_PLAN"
 #: Narrowing options a plan cannot name (pytest's dest, the flag as users type it).
@@ -263,10 +264,13 @@ def binding_now(config: pytest.Config, current: State) -> Binding:
                    {s.name: binding.inputs_digest(manifest, s) for s in current.selected})
 
 
-def planned_row() -> tuple[str, str] | None:
-    """The matrix row this run answers, as its CI job says it (both variables, or none)."""
-    stack, plan = os.environ.get(CI_STACK_ENV, ""), os.environ.get(CI_PLAN_ENV, "")
-    return (stack, plan) if stack and plan else None
+def planned_rows(current: State) -> tuple[tuple[str, ...], str] | None:
+    """The rows of a plan this run answers, as its job says (None without a plan)."""
+    plan = os.environ.get(CI_PLAN_ENV, "")
+    if not plan:
+        return None
+    said = [s.strip() for s in os.environ.get(CI_STACK_ENV, "").split(",") if s.strip()]
+    return tuple(dict.fromkeys(said or [s.name for s in current.selected])), plan
 
 
 def stack_result(current: State, stack: Stack, outcomes: Outcomes,
@@ -321,7 +325,7 @@ def results(config: pytest.Config, current: State, outcomes: Outcomes, exit_stat
                   collected=tuple(sorted(current.collected or ())),
                   deselected=current.deselected, commit=bound.commit,
                   manifest_digest=bound.manifest_digest, code_digest=bound.code_digest,
-                  plan=planned_row())
+                  plan=planned_rows(current))
     return ResultsDoc(source, run, tuple(stack_result(current, s, outcomes, bound)
                                          for s in current.selected))
 

@@ -86,7 +86,7 @@ def merge(docs: Sequence[ResultsDoc], *, manifest: Manifest | None = None,
     if not rows:
         problems.append("no stack results to report: the files name no stack.")
     return Compatibility(
-        title=f"{expected.lane} lane" if expected is not None else "single job",
+        title=expected.title if expected is not None else "single job",
         lane=expected.lane if expected is not None else None, capabilities=columns,
         rows=tuple(rows), problems=tuple(problems), sources=tuple(d.source for d in docs))
 

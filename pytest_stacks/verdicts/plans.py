@@ -17,6 +17,7 @@ from typing import Any
 
 from pytest_stacks import ci
 from pytest_stacks.ci import binding
+from pytest_stacks.ci.lanes import RUNNABLE_ON
 from pytest_stacks.manifest import LANES, Manifest
 from pytest_stacks.verdicts.results import ResultsError, read_json
 from pytest_stacks.verdicts.table import Expected
@@ -59,7 +60,10 @@ def expected_from_matrix(path: str | Path, lane: str | None = None,
         problems = _replan_problems(rows, src, manifest, project or Path.cwd())
     if problems:
         raise ResultsError(problems)
-    return Expected(lanes[0], tuple(rows), src)
+    host = rows[0].get(RUNNABLE_ON)
+    subset = f"the rows runnable on a host offering {', '.join(map(str, host)) or 'nothing'}" \
+        if host is not None else ""
+    return Expected(lanes[0], tuple(rows), src, subset)
 
 
 def _matrix_problems(data: Any, src: str) -> Iterable[str]:
@@ -116,8 +120,16 @@ def _replan_problems(rows: Sequence[Mapping[str, Any]], src: str, manifest: Mani
         return [f"{src}: $.include[*].tests: the rows plan different tests "
                 f"({' | '.join(sorted(tests))}); a lane's rows share one. {FIX}"]
     [planned_tests] = tests
-    again = {r["stack"]: r for r in ci.matrix(manifest, lane, planned_tests,
-                                              project=project)["include"]}
+    hosts = {tuple(r[RUNNABLE_ON]) if isinstance(r.get(RUNNABLE_ON), list) else r.get(RUNNABLE_ON)
+             for r in rows}
+    if len(hosts) > 1 or not all(h is None or all(isinstance(x, str) for x in h)
+                                 for h in hosts):
+        return [f"{src}: $.include[*].{RUNNABLE_ON}: the rows disagree on (or garble) the host "
+                f"their plan was made for. {FIX}"]
+    [host] = hosts
+    again = {r["stack"]: r for r in ci.matrix(
+        manifest, lane, planned_tests, None if host is None else frozenset(host),
+        project=project)["include"]}
     given = {str(r["stack"]): r for r in rows}
     found = []
     gone = [name for name in again if name not in given]
@@ -134,7 +146,8 @@ def _replan_problems(rows: Sequence[Mapping[str, Any]], src: str, manifest: Mani
     if not found:
         return []
     how = f"pytest-stacks matrix --lane {lane}" + (f" --tests '{planned_tests}'"
-                                                    if planned_tests else "")
+                                                    if planned_tests else "") \
+        + (" --runnable-here" if host is not None else "")
     return [f"{src}: $.include: is not the {lane} lane that {manifest.path} plans on the "
             f"checkout at {project}: it {'; '.join(found)}. Pass the matrix `{how}` printed for "
             f"these jobs on this commit."]

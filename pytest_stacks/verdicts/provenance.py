@@ -115,10 +115,10 @@ def _plan_problems(doc: ResultsDoc, name: str, row: Mapping[str, Any]) -> list[s
     if doc.run.plan is None:
         return [f"$.run.plan is null: the run answers no row of the {lane} lane's plan; {how}"]
     found = []
-    stack, digest = doc.run.plan
-    if stack != name:
-        found.append(f"$.run.plan.stack is {stack!r}: the file answers that row, not this one "
-                     f"({name}); {how}")
+    stacks, digest = doc.run.plan
+    if name not in stacks:
+        found.append(f"$.run.plan.stacks is {', '.join(stacks)}: the file answers those rows, "
+                     f"not this one ({name}); {how}")
     if digest != plan:
         found.append(f"$.run.plan.digest is {digest[:12]}..., but this row's plan is "
                      f"{plan[:12]}...: the run belongs to another plan of the lane; {how}")

@@ -182,8 +182,9 @@ class RunInfo:
     commit: str = "unknown"
     manifest_digest: str = ""
     code_digest: str = ""
-    #: The matrix row the run answers: (stack, plan digest); None outside a lane's plan.
-    plan: tuple[str, str] | None = None
+    #: The rows of a plan the run answers: (their stacks, the plan's digest); None outside a
+    #: lane's plan.
+    plan: tuple[tuple[str, ...], str] | None = None
 
 
 @dataclass(frozen=True)
@@ -421,7 +422,7 @@ def parse(data: Mapping[str, Any], source: str) -> ResultsDoc:
                     run["pytest_stacks_version"], tuple(run["collected"]),
                     int(run["deselected"]), run["commit"], run["manifest_digest"],
                     run["code_digest"],
-                    None if run["plan"] is None else (run["plan"]["stack"],
+                    None if run["plan"] is None else (tuple(run["plan"]["stacks"]),
                                                       run["plan"]["digest"])),
         stacks=tuple(_stack(s) for s in data["stacks"]))
 
@@ -462,7 +463,7 @@ def to_json(doc: ResultsDoc) -> dict[str, Any]:
                 "collected": list(run.collected), "deselected": run.deselected,
                 "commit": run.commit, "manifest_digest": run.manifest_digest,
                 "code_digest": run.code_digest,
-                "plan": None if run.plan is None else {"stack": run.plan[0],
+                "plan": None if run.plan is None else {"stacks": list(run.plan[0]),
                                                        "digest": run.plan[1]}},
         "stacks": [_stack_json(s) for s in doc.stacks],
     }

@@ -118,6 +118,13 @@ class Expected:
     lane: str
     rows: tuple[Mapping[str, Any], ...]
     source: str
+    #: What part of the lane the rows are, when not all of it (a ``--runnable-here`` plan):
+    #: the table's title says so, so a subset is never read as the lane.
+    subset: str = ""
+
+    @property
+    def title(self) -> str:
+        return f"{self.lane} lane" + (f" ({self.subset})" if self.subset else "")
 
 
 @dataclass(frozen=True)

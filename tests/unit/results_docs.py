@@ -179,7 +179,9 @@ def document(manifest: Manifest, *stacks: dict[str, Any], lane: str = "pinned",
                     "commit": binding.commit(project),
                     "manifest_digest": binding.manifest_digest(manifest),
                     "code_digest": binding.code_digest(project),
-                    "plan": None if plan is None else {"stack": plan[0], "digest": plan[1]}},
+                    "plan": None if plan is None else {
+                        "stacks": [plan[0]] if isinstance(plan[0], str) else list(plan[0]),
+                        "digest": plan[1]}},
             "stacks": list(stacks)}
 
 

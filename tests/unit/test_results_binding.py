@@ -88,8 +88,8 @@ def test_a_file_answering_another_row_is_refused(manifest: Manifest,
                                                                    "htcondor-23.9"])])
     [problem] = _problems_of(model, moved)
     assert problem.startswith(
-        f"{moved}: stack slurm-22.05: $.run.plan.stack is 'slurm-26.05': the file answers that "
-        f"row, not this one (slurm-22.05); run it as the row's job does: "
+        f"{moved}: stack slurm-22.05: $.run.plan.stacks is slurm-26.05: the file answers those "
+        f"rows, not this one (slurm-22.05); run it as the row's job does: "
         f"PYTEST_STACKS_CI_LANE=pr PYTEST_STACKS_CI_STACK=slurm-22.05 "
         f"PYTEST_STACKS_CI_PLAN={plan} pytest --stack=slurm-22.05")
 
@@ -271,3 +271,42 @@ def test_the_matrix_of_this_checkout_is_accepted(manifest: Manifest, tmp_path: P
     model = merge.merge(loaded(lane_files(manifest, write)), manifest=manifest,
                         expected=expected)
     assert model.green, model.problems
+
+
+def _runnable_here(manifest_path: Path) -> Manifest:
+    """The manifest with htcondor-23.9 needing a registry, so a host offering docker alone
+    plans a subset of the pr lane."""
+    text = manifest_path.read_text().replace(
+        "    capabilities: [submit, status, outputs]\n",
+        "    capabilities: [submit, status, outputs]\n    requires: [docker, registry]\n")
+    manifest_path.write_text(text)
+    return load(manifest_path)
+
+
+def test_a_runnable_here_plan_is_covered_and_titled_as_the_subset_it_is(
+        manifest_path: Path, tmp_path: Path, write: Callable[..., Path]) -> None:
+    manifest = _runnable_here(manifest_path)
+    rows = ci.matrix(manifest, "pr", host=frozenset({"docker"}))["include"]
+    assert [r["stack"] for r in rows] == ["slurm-26.05", "slurm-22.05"]
+    path = tmp_path / "matrix.json"
+    path.write_text(json.dumps({"include": rows}))
+    files = [write(f"{r['stack']}.json", document(
+        manifest, entry(manifest.get(r["stack"]), manifest), plan=(r["stack"], r["plan"])))
+        for r in rows]
+    model = merge.merge(loaded(files), manifest=manifest,
+                        expected=merge.expected_from_matrix(path, manifest=manifest))
+    assert model.green, model.problems
+    assert model.title == "pr lane (the rows runnable on a host offering docker)"
+
+
+def test_a_runnable_here_plan_with_a_row_removed_is_refused(
+        manifest_path: Path, tmp_path: Path) -> None:
+    manifest = _runnable_here(manifest_path)
+    rows = [r for r in ci.matrix(manifest, "pr", host=frozenset({"docker"}))["include"]
+            if r["stack"] != "slurm-22.05"]
+    plan = binding.plan_digest(rows)
+    path = tmp_path / "matrix.json"
+    path.write_text(json.dumps({"include": [{**r, "plan": plan} for r in rows]}))
+    with pytest.raises(ResultsError, match=r"it lacks row\(s\) slurm-22\.05\. Pass the matrix "
+                                           r"`pytest-stacks matrix --lane pr --runnable-here`"):
+        merge.expected_from_matrix(path, manifest=manifest)
