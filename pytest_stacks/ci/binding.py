@@ -6,10 +6,10 @@ carries, what the report recomputes on the checkout the jobs tested:
 
 - the git commit (``unknown`` outside a repository, said as such, never guessed);
 - the manifest: its typed content, whichever file (or catalogue it extends) it came from;
-- each stack's inputs: its manifest entry with every option and timeout, and the content of the
-  folder its stack folders lie in (``stacks/``: a stack's build also reads shared folders such
-  as ``object-store``), so an edited Dockerfile or entrypoint is another stack, not the pinned
-  one;
+- each stack's inputs: its manifest entry with every option and timeout, and the content of its
+  stack folders and of the ``stacks/`` folder they lie in (a build also reads shared folders
+  such as ``object-store``), so an edited Dockerfile or entrypoint is another stack, not the
+  pinned one;
 - the code that ran: the ``pytest_stacks`` package and the project's Python code and pytest
   settings (every test path a run can take lies in the project);
 - the plan: one digest of the lane's rows, which each job carries into its results, so a file
@@ -28,6 +28,7 @@ import hashlib
 import json
 import os
 import re
+import stat
 import subprocess
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import cache
@@ -96,49 +97,64 @@ def manifest_digest(manifest: Manifest) -> str:
 
 
 def stack_folders(stack: Stack) -> list[Path]:
-    """The folders a stack is built from: the folder its own stack folders (``compose``'s, a
-    kind node build's) lie in, since a build also reads the shared ones beside them (an object
-    store's, a stager's). None for a fake or an existing site."""
+    """The folders a stack is built from: its own (``compose``'s, a kind node build's) or, for
+    one under a ``stacks/`` folder (as the manifest asks), that whole folder, since a build
+    also reads the shared ones beside its own (an object store's, a stager's). None for a fake
+    or an existing site."""
     own = [stack.compose.directory] if stack.compose is not None else []
     if stack.kind is not None and stack.kind.node_build is not None:
         own.append(stack.kind.node_build.directory)
-    return sorted({folder.parent for folder in own})
+    return sorted({_stacks_root(folder) for folder in own})
+
+
+def _stacks_root(folder: Path) -> Path:
+    return next((p for p in folder.parents if p.name == "stacks"), folder)
 
 
 def inputs_digest(manifest: Manifest, stack: Stack) -> str:
     """The stack's manifest entry (options, timeouts, canary block included) and the content
     of every file in its stack folders."""
     parts = [_canonical(_plain(stack, manifest.root))]
-    parts += [_tree(folder, lambda rel: True, skip_hidden=False).encode()
+    parts += [_tree(folder, lambda rel: True, code=False).encode()
               for folder in stack_folders(stack)]
     return _sha(b"\0".join(parts))
 
 
-def _skipped(name: str, path: Path, skip_hidden: bool) -> bool:
-    if name == "__pycache__":
+def _skipped(name: str, path: Path, code: bool) -> bool:
+    """Folders left out: caches and hidden ones (a run's own ``.pytest-stacks``) always; for
+    code, also virtual environments, build output and what pytest never collects."""
+    if name == "__pycache__" or name.startswith("."):
         return True
-    if not skip_hidden:
+    if not code:
         return False
     return any(fnmatch.fnmatch(name, p) for p in SKIPPED_DIRS) or (path / "pyvenv.cfg").exists()
 
 
-def _tree(folder: Path, keep: Callable[[str], bool], skip_hidden: bool = True) -> str:
+def _file_digest(path: Path) -> str:
+    """A regular file's content digest; anything else (a FIFO, a socket, a dangling link) is
+    named, never opened: opening a FIFO would block the run forever."""
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return "not a regular file"
+        return _sha(path.read_bytes())
+    except OSError as exc:
+        return f"unreadable: {exc.strerror or exc}"
+
+
+def _tree(folder: Path, keep: Callable[[str], bool], code: bool = True) -> str:
     """A digest of the files under ``folder`` that ``keep`` (given the path relative to it)
     accepts: their relative paths and contents, in a fixed order; a missing folder is said."""
     if not folder.is_dir():
         return _sha(f"missing {folder.name}".encode())
     entries: list[tuple[str, str]] = []
     for here, dirs, files in os.walk(folder):
-        dirs[:] = sorted(d for d in dirs if not _skipped(d, Path(here, d), skip_hidden))
+        dirs[:] = sorted(d for d in dirs if not _skipped(d, Path(here, d), code))
         for name in files:
             path = Path(here, name)
             rel = path.relative_to(folder).as_posix()
             if name.endswith((".pyc", ".pyo")) or not keep(rel):
                 continue
-            try:
-                entries.append((rel, _sha(path.read_bytes())))
-            except OSError as exc:
-                entries.append((rel, f"unreadable: {exc.strerror or exc}"))
+            entries.append((rel, _file_digest(path)))
     return _sha("\n".join(f"{rel}\0{digest}" for rel, digest in sorted(entries)).encode())
 
 

@@ -2,16 +2,17 @@
 
 A table is only worth reading when it is complete and about the right thing: every expected job
 reported exactly once, each about the stack the manifest pins, from a whole run (or exactly the
-selection its plan row named, never a ``-k`` of its own) in the right lane, and every stack
-passed. Anything else is one problem line naming
-the file and the stack, and the aggregate is not green; the table is still built, because
-people need to see what there is.
+selection its plan row named, never a ``-k`` of its own) in the right lane, by that row's job
+of this checkout's plan (:mod:`.provenance`), on a daemon version the stack allows, and every
+stack passed. Anything else is one problem line naming the file and the stack, and the
+aggregate is not green; the table is still built, because people need to see what there is.
 
 What is expected comes from the manifest's lane (:func:`expected_from_lane`) or from the matrix
-the jobs were planned with (:func:`expected_from_matrix`). Fake stacks are never matrix rows
-(see :mod:`pytest_stacks.ci.lanes`): their results are always accepted as extra rows (the fake
-lane) without being required, and checked like every other row (known to the manifest, its
-pins, a whole run, a pass). Any other stack the lane does not hold is a problem.
+the jobs were planned with, checked to be that same lane (:func:`expected_from_matrix`). Fake
+stacks are never matrix rows (see :mod:`pytest_stacks.ci.lanes`): their results are always
+accepted as extra rows (the fake lane) without being required, and checked like every other
+row (known to the manifest, its pins, a whole run, a pass). Any other stack the lane does not
+hold is a problem.
 """
 
 from __future__ import annotations

@@ -6,6 +6,7 @@ lane the manifest plans here. Each refusal names the file, the field and the fix
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
@@ -15,7 +16,7 @@ import pytest
 
 from pytest_stacks import ci
 from pytest_stacks.ci import binding
-from pytest_stacks.manifest import Manifest, load
+from pytest_stacks.manifest import Manifest, load, loads
 from pytest_stacks.verdicts import merge, results
 from pytest_stacks.verdicts.results import ResultsError
 from tests.unit.results_docs import (
@@ -310,3 +311,28 @@ def test_a_runnable_here_plan_with_a_row_removed_is_refused(
     with pytest.raises(ResultsError, match=r"it lacks row\(s\) slurm-22\.05\. Pass the matrix "
                                            r"`pytest-stacks matrix --lane pr --runnable-here`"):
         merge.expected_from_matrix(path, manifest=manifest)
+
+
+def test_a_fifo_in_the_code_or_a_stack_folder_is_named_never_opened(
+        manifest: Manifest, manifest_path: Path) -> None:
+    """Opening a FIFO blocks until someone writes to it: a digest that opened one would hang
+    the run (seen: a compose folder at a project's root, beside other tests' FIFOs)."""
+    project = manifest_path.parent
+    os.mkfifo(project / "tests" / "blocked.py")
+    os.mkfifo(project / "stacks" / "slurm" / "pipe")
+    assert binding.code_digest(project)
+    assert binding.inputs_digest(manifest, manifest.get("slurm-22.05"))
+
+
+def test_a_stack_folder_outside_a_stacks_folder_is_digested_alone(tmp_path: Path) -> None:
+    (tmp_path / "compose.yaml").write_text("services: {}\n")
+    manifest = loads("""
+version: 1
+capabilities: {submit: s}
+backends: {slurm: {window: {anchor: "22.05", leading_edge: "26.05"}}}
+stacks:
+  - {name: s, backend: slurm, version: "24.11.5", provider: compose, transport: local,
+     configuration: c, capabilities: [submit], lanes: [pr],
+     compose: {directory: ., service: slurm}}
+""", tmp_path / "manifest.yaml")
+    assert binding.stack_folders(manifest.stacks[0]) == [tmp_path]
