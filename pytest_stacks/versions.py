@@ -35,6 +35,19 @@ def series_after(version: str, series: str) -> bool:
     return release(version)[: len(head)] > head
 
 
+def series_of(version: str) -> tuple[int, ...]:
+    """The release series of ``version``: its first two numbers (``24.11.5`` -> ``(24, 11)``)."""
+    return release(version)[:2]
+
+
+def not_older_series(version: str, pin: str) -> bool:
+    """True when ``version`` lies in the series of ``pin`` or a later one: what a canary's
+    floating reference may report (it floats forward from its pin, never back). Unparsable
+    or empty: False."""
+    mine, head = series_of(version), series_of(pin)
+    return bool(mine) and bool(head) and mine >= head
+
+
 def at_least(version: str, minimum: tuple[int, ...]) -> bool:
     """True when ``version``'s release is ``minimum`` or newer (unparsable: False)."""
     mine = release(version)

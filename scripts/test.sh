@@ -74,6 +74,9 @@ if [ "$ENGINE" = 1 ]; then
         --format json --output "$RESULTS/matrix-full.json"
     mapfile -t real_stacks < <(.venv/bin/pytest-stacks matrix --lane full --runnable-here \
         --tests "$REAL_TESTS" --format names)
+    # The plan's digest: the real window's results say they answer these rows of this plan.
+    REAL_PLAN=$(.venv/bin/python -c 'import json, sys; print(json.load(open(sys.argv[1]))["include"][0]["plan"])' \
+        "$RESULTS/matrix-full.json")
     # The slow builds (Go programs, images) start now, in the background, while lint, unit and
     # the fake lane run; the real window then finds them built, or waits on their locks.
     echo "== pytest-stacks build ${real_stacks[*]} (in the background: $RESULTS/prebuild.log)"
@@ -111,7 +114,8 @@ if [ "$ENGINE" = 1 ]; then
     # All of them in one run: they come up concurrently, each stack's tests on one worker.
     # The contract and backend tests must prove every capability each stack declares.
     # shellcheck disable=SC2086  # REAL_TESTS holds several paths
-    run "$PY" -m pytest $REAL_TESTS -q "${args[@]}" -p no:randomly \
+    PYTEST_STACKS_CI_LANE=full PYTEST_STACKS_CI_PLAN="$REAL_PLAN" \
+        run "$PY" -m pytest $REAL_TESTS -q "${args[@]}" -p no:randomly \
         -n 4 --stack-group --stack-unproven=fail --stack-results="$RESULTS/results-real.json"
     if ! wait "$prebuild"; then
         echo "== the background build failed (the real window reported what it meant):"

@@ -12,9 +12,10 @@ import hashlib
 import json
 import math
 import re
+from pathlib import Path
 from typing import Any
 
-from pytest_stacks.ci import scope
+from pytest_stacks.ci import binding, scope
 from pytest_stacks.errors import StacksError
 from pytest_stacks.manifest import LANES, Manifest, Stack
 from pytest_stacks.versions import in_series
@@ -24,6 +25,8 @@ MAX_JOBS = 256  # GitHub Actions' limit of jobs per matrix
 TEST_BUDGET_MINUTES = 20  # on top of the stack's own build/up/ready timeouts
 MAX_TIMEOUT_MINUTES = 360  # GitHub-hosted runners' job limit
 EMPTY_LANE_EXIT = 3
+#: The row key of a ``--runnable-here`` plan: what the host offered, which picked its rows.
+RUNNABLE_ON = "runnable_on"
 
 
 class LaneError(StacksError):
@@ -179,8 +182,10 @@ def lane_rows(manifest: Manifest, lane: str, tests: str = "",
 
 
 def matrix(manifest: Manifest, lane: str, tests: str = "",
-           host: frozenset[str] | None = None) -> dict[str, list[dict[str, Any]]]:
-    """``{"include": rows}``; raises :class:`EmptyLaneError` for an empty lane."""
+           host: frozenset[str] | None = None,
+           project: Path | None = None) -> dict[str, list[dict[str, Any]]]:
+    """``{"include": rows}``, each row bound to the checkout at ``project`` (default: the
+    current directory; :mod:`.binding`); raises :class:`EmptyLaneError` for an empty lane."""
     rows = lane_rows(manifest, lane, tests, host)
     if not rows:
         why = ("no stack declares a 'canary:' block" if lane == "canary" else
@@ -189,5 +194,7 @@ def matrix(manifest: Manifest, lane: str, tests: str = "",
             why = f"this host offers only {', '.join(sorted(host)) or 'nothing'} of what its " \
                   f"stacks require"
         raise EmptyLaneError(f"the {lane} lane is empty ({why}); there is nothing to run")
-    return {"include": rows}
+    if host is not None:  # a subset of the lane, which says which: a report recomputes it
+        rows = [{**r, RUNNABLE_ON: sorted(host)} for r in rows]
+    return {"include": binding.bind(rows, manifest, project or Path.cwd())}
 

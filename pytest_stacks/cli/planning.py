@@ -39,7 +39,7 @@ def cmd_matrix(args: argparse.Namespace) -> int:
 
         host = host_offers()
     try:
-        result = ci.matrix(loaded, args.lane, args.tests, host)
+        result = ci.matrix(loaded, args.lane, args.tests, host, project=Path.cwd())
     except ci.EmptyLaneError:
         if args.format == "github":
             write_github_output({"has_rows": "false", "count": "0"})
@@ -69,7 +69,10 @@ def register(subparsers: Any) -> None:
         "matrix", help="print a lane's GitHub Actions matrix",
         description="Print the GitHub Actions matrix {\"include\": [...]} of a lane: pr (leading "
                     "edge plus one anchor per backend), full (the whole window), canary (every "
-                    "stack with a floating reference). Exit 3 when the lane is empty.")
+                    "stack with a floating reference). Each row carries what binds its job's "
+                    "results: the commit and code of this checkout (the current folder), the "
+                    "manifest's digest, the stack's inputs digest and the plan (the digest of "
+                    "all rows), which the report recomputes. Exit 3 when the lane is empty.")
     m.add_argument("--lane", required=True, choices=LANES)
     m.add_argument("--tests", default="", metavar="TEXT",
                    help="what pytest runs on each stack: paths (or node ids), -k and -m (e.g. "

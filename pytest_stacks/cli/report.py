@@ -69,13 +69,17 @@ def cmd_report(args: argparse.Namespace) -> int:
                                           str(manifest_path(args))])
     docs = load_all(args.results)
     loaded = manifest(args)
+    project = Path(args.project)
+    if not project.is_dir():
+        raise StacksError(f"--project {args.project}: not a folder; pass the checkout the jobs "
+                          f"tested (default: the current folder)")
     expected = None
     if args.matrix:
-        expected = merge.expected_from_matrix(Path(args.matrix), args.lane)
+        expected = merge.expected_from_matrix(Path(args.matrix), args.lane, loaded, project)
     elif args.lane:
-        expected = merge.expected_from_lane(loaded, args.lane)
+        expected = merge.expected_from_lane(loaded, args.lane, project)
     model = merge.merge(docs, manifest=loaded, expected=expected,
-                        planned_tests=args.tests)
+                        planned_tests=args.tests, project=project)
     text = render.render(model, args.format)
     if args.output:
         write_atomic(Path(args.output), text)
@@ -94,7 +98,8 @@ def register(subparsers: Any) -> None:
         description="Merge the results files that pytest runs with stacks wrote into one "
                     "compatibility table (backends and versions by capabilities). Fails closed: "
                     "exit 0 only when every stack the lane (or matrix) expects is reported "
-                    "exactly once, with the manifest's pins, from a whole run, and passed; exit "
+                    "exactly once, with the manifest's pins, from a whole run of this "
+                    "commit's code and inputs as its plan's job, and passed; exit "
                     f"{NOT_GREEN_EXIT} otherwise (the table and its problems are still written); "
                     "exit 4 for an unreadable or invalid results file. Fake stacks are accepted "
                     "as extra rows without being expected.")
@@ -104,7 +109,8 @@ def register(subparsers: Any) -> None:
                    help="the lane whose rows the results must cover exactly (from the manifest)")
     r.add_argument("--matrix", default=None, metavar="FILE",
                    help="the matrix JSON the jobs ran from ({\"include\": rows}, as "
-                        "`pytest-stacks matrix` prints it); its rows must be covered exactly")
+                        "`pytest-stacks matrix` prints it); it must be the lane the manifest "
+                        "plans on this checkout, and its rows must be covered exactly")
     r.add_argument("--single", action="store_true",
                    help="one job's own summary: no coverage check, but still not green unless "
                         "every stack passed")
@@ -117,6 +123,10 @@ def register(subparsers: Any) -> None:
     r.add_argument("--output", default=None, metavar="FILE",
                    help="write the table here (atomically) instead of to stdout; the verdict "
                         "and the problems then go to stderr")
+    r.add_argument("--project", default=".", metavar="DIR",
+                   help="the checkout the jobs tested (default: the current folder): its "
+                        "commit, code and stack folders are what every results file and the "
+                        "matrix must have been made from")
     r.add_argument("--manifest", default=argparse.SUPPRESS, metavar="PATH",
                    help="manifest to read (default: as for pytest-stacks --manifest)")
     r.set_defaults(func=cmd_report)

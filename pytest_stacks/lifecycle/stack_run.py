@@ -104,10 +104,16 @@ class StackRun:
                 attached.close()
 
     def _prove(self, attached: Attached) -> tuple[str, str]:
-        """The daemon's and the client's versions, once the daemon's is the pinned one and a
-        probe job has run to completion."""
+        """The daemon's and the client's versions, once the daemon's is what the lane allows
+        (the pin, or an existing site's range; in the canary lane the pin's series or a later
+        one) and a probe job has run to completion."""
         versions = attached.client.versions()
         observed = versions.get("daemon", "")
+        if self.ctx.lane == "canary" and not self.stack.accepts_floated(observed):
+            raise InfrastructureError(
+                self.stack.name, f"the daemon reports version {observed!r}, older than the "
+                f"pin's series ({self.stack.pin_series}): a canary floats forward from its pin, "
+                f"never back. Fix the stack's canary reference.")
         if self.ctx.lane != "canary" and not self.stack.accepts_version(observed):
             fix = ("Point the stack at a deployment in that range, or widen existing.versions."
                    if self.stack.existing else "Rebuild the stack's image, or fix the pin.")

@@ -9,7 +9,7 @@ from typing import Any, Literal
 
 from packaging.version import Version
 
-from pytest_stacks.versions import Role, in_range
+from pytest_stacks.versions import Role, in_range, not_older_series, series_of
 
 LANES = ("pr", "full", "canary", "site")
 Lane = Literal["pr", "full", "canary", "site"]
@@ -206,6 +206,16 @@ class Stack:
         if self.existing is not None and self.existing.versions:
             return f"the range {self.existing.versions!r}"
         return f"the pin {self.version!r}"
+
+    def accepts_floated(self, observed: str) -> bool:
+        """Whether a canary's daemon version is what its floating reference may give: the
+        pin's series or a later one (a float moves forward, never back past its pin)."""
+        return not_older_series(observed, self.version)
+
+    @property
+    def pin_series(self) -> str:
+        """The series of the pin, as words (``24.11``)."""
+        return ".".join(map(str, series_of(self.version))) or self.version
 
     def floating(self) -> Stack:
         """The stack as the canary lane builds it: its compose build arguments with the

@@ -41,6 +41,7 @@ import pytest
 from pytest_stacks.errors import INFRA_PREFIX
 from pytest_stacks.manifest import Stack
 from pytest_stacks.plugin.state import PROP_INFRA, PROP_STACK, State, item_stack, state
+from pytest_stacks.verdicts.table import claimed
 
 PLUGIN_NAME = "pytest-stacks-allure"
 ALLURERC = "allurerc.mjs"
@@ -148,7 +149,7 @@ class AllurePlugin:
         if not isinstance(name, str):
             return
         seen = self._observed.setdefault(name, {})
-        for key in ("observed_version", "client_version"):
+        for key in ("observed_version", "client_version", "claimed_version"):
             value = props.get(f"pytest-stacks:{key}")
             if value:
                 seen[key] = str(value)
@@ -198,7 +199,10 @@ def _describe(item: pytest.Item, stack: Stack) -> None:
     pool = state(item.config).pool
     attached = pool.attached(stack.name) if pool is not None else None
     if attached is not None and attached.observed_version:
-        allure.dynamic.label("observed_version", attached.observed_version)
+        # A fake (a double echoing its pin) claims a version; nothing was observed.
+        key = "claimed_version" if stack.is_fake else "observed_version"
+        allure.dynamic.label(key, claimed(attached.observed_version) if stack.is_fake
+                             else attached.observed_version)
     # The Suites tab groups by stack first, unless the test chose its own parent suite.
     own = any(m.kwargs.get("label_type") == "parentSuite"
               for m in item.iter_markers("allure_label"))
@@ -286,10 +290,16 @@ def environment(current: State, observed: Mapping[str, Mapping[str, str]]) -> di
         env[f"{key}.pinned_version"] = stack.version
         daemon = (record.observed_version if record else "") or seen.get("observed_version", "")
         client = (record.client_version if record else "") or seen.get("client_version", "")
-        if daemon:
-            env[f"{key}.observed_version"] = daemon
-        if client:
-            env[f"{key}.client_version"] = client
+        if stack.is_fake:  # a double echoes its pin: what it claims, never observed
+            daemon = (claimed(record.observed_version) if record and record.observed_version
+                      else seen.get("claimed_version", ""))
+            if daemon:
+                env[f"{key}.claimed_version"] = daemon
+        else:
+            if daemon:
+                env[f"{key}.observed_version"] = daemon
+            if client:
+                env[f"{key}.client_version"] = client
         if stack.name in current.infra:
             env[f"{key}.infrastructure_error"] = current.infra[stack.name]
     if current.pool is not None:

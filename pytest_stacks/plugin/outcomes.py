@@ -26,6 +26,7 @@ from typing import Any, Literal, cast
 
 import pytest
 
+from pytest_stacks.ci import binding
 from pytest_stacks.ci.lanes import build_inputs
 from pytest_stacks.ci.scope import DESELECTED_BY_PLUGIN, ENDED_EARLY, Scope, normalised_path
 from pytest_stacks.errors import StacksError
@@ -57,6 +58,10 @@ PROP_IDENTITY = "pytest-stacks:identity"
 PROP_PARITY = "pytest-stacks:parity"
 DEFAULT_RESULTS = ".pytest-stacks/results.json"
 CI_LANE_ENV = "PYTEST_STACKS_CI_LANE"
+#: The plan a run belongs to (its rows' ``plan``) and the rows it answers: a CI job's one
+#: stack (its row's ``stack``), or several comma-separated; unset, the stacks it selected.
+CI_STACK_ENV = "PYTEST_STACKS_CI_STACK"
+CI_PLAN_ENV = "PYTEST_STACKS_CI_PLAN"
 #: Narrowing options a plan cannot name (pytest's dest, the flag as users type it).
 _OTHER_NARROWING = (("deselect", "--deselect"), ("ignore", "--ignore"),
                     ("ignore_glob", "--ignore-glob"), ("lf", "--last-failed"),
@@ -239,7 +244,37 @@ def unproven(stack: Stack, table: dict[str, CapabilityResult]) -> list[str]:
     return lines
 
 
-def stack_result(current: State, stack: Stack, outcomes: Outcomes) -> StackResult:
+@dataclass(frozen=True)
+class Binding:
+    """What binds the run's results to what produced it (:mod:`pytest_stacks.ci.binding`),
+    taken when the run starts collecting: the code and stack folders the tests ran with, not
+    what the tests may have left behind."""
+
+    commit: str
+    manifest_digest: str
+    code_digest: str
+    inputs: dict[str, str]
+
+
+def binding_now(config: pytest.Config, current: State) -> Binding:
+    assert current.manifest is not None
+    manifest = current.manifest
+    return Binding(binding.commit(config.rootpath), binding.manifest_digest(manifest),
+                   binding.code_digest(config.rootpath),
+                   {s.name: binding.inputs_digest(manifest, s) for s in current.selected})
+
+
+def planned_rows(current: State) -> tuple[tuple[str, ...], str] | None:
+    """The rows of a plan this run answers, as its job says (None without a plan)."""
+    plan = os.environ.get(CI_PLAN_ENV, "")
+    if not plan:
+        return None
+    said = [s.strip() for s in os.environ.get(CI_STACK_ENV, "").split(",") if s.strip()]
+    return tuple(dict.fromkeys(said or [s.name for s in current.selected])), plan
+
+
+def stack_result(current: State, stack: Stack, outcomes: Outcomes,
+                 bound: Binding) -> StackResult:
     """One stack's part of the results, in the model the report reads."""
     assert current.manifest is not None
     table = outcomes.capabilities(stack, list(current.manifest.capabilities))
@@ -267,7 +302,7 @@ def stack_result(current: State, stack: Stack, outcomes: Outcomes) -> StackResul
         tests=tuple(CaseResult(c.nodeid, cast(Outcome, c.final()), round(c.duration_s, 3),
                                c.requires, tuple(c.identities), c.message) for c in cases),
         parity="; ".join(f"{c.parity} ({c.final()})" for c in cases if c.parity),
-        driver=driver_note(stack))
+        driver=driver_note(stack), inputs_digest=bound.inputs[stack.name])
 
 
 def results(config: pytest.Config, current: State, outcomes: Outcomes, exit_status: int,
@@ -280,6 +315,7 @@ def results(config: pytest.Config, current: State, outcomes: Outcomes, exit_stat
     except metadata.PackageNotFoundError:  # pragma: no cover - run from a source tree
         version = "0+unknown"
     lane = cast(Literal["pinned", "canary"], current.pool.ctx.lane)
+    bound = current.binding or binding_now(config, current)
     run = RunInfo(run_id=current.pool.ctx.run_id, lane=lane,
                   ci_lane=os.environ.get(CI_LANE_ENV) or None, started=outcomes.started,
                   finished=datetime.now(UTC).isoformat(), manifest=str(current.manifest.path),
@@ -287,8 +323,10 @@ def results(config: pytest.Config, current: State, outcomes: Outcomes, exit_stat
                   scope=run_scope(config), pytest_exit=int(exit_status),
                   pytest_stacks_version=version,
                   collected=tuple(sorted(current.collected or ())),
-                  deselected=current.deselected)
-    return ResultsDoc(source, run, tuple(stack_result(current, s, outcomes)
+                  deselected=current.deselected, commit=bound.commit,
+                  manifest_digest=bound.manifest_digest, code_digest=bound.code_digest,
+                  plan=planned_rows(current))
+    return ResultsDoc(source, run, tuple(stack_result(current, s, outcomes, bound)
                                          for s in current.selected))
 
 

@@ -24,6 +24,7 @@ from pytest_stacks.plugin.state import (
     item_stack,
     state,
 )
+from pytest_stacks.verdicts.table import claimed
 
 
 @pytest.hookimpl(wrapper=True)
@@ -38,11 +39,11 @@ def pytest_runtest_makereport(item: pytest.Item,
     current = state(item.config)
     attached = current.pool.attached(stack.name) if current.pool is not None else None
     if attached is not None:
-        # Every test's report (junit <properties> included) says what it really ran against.
-        for key, value in (("observed_version", attached.observed_version),
-                           ("client_version", attached.client_version)):
-            if value:
-                report.user_properties.append((f"pytest-stacks:{key}", value))
+        # Every test's report (junit <properties> included) says what it really ran against;
+        # a fake's version is what the double claims (it echoes its pin), never observed.
+        for key, value in version_properties(stack, attached.observed_version,
+                                             attached.client_version):
+            report.user_properties.append((f"pytest-stacks:{key}", value))
     if call.when == "call":
         _record_identities(item, report)
     error = _infrastructure_error(item, stack, call, report)
@@ -54,6 +55,15 @@ def pytest_runtest_makereport(item: pytest.Item,
     elif report.failed and call.when == "call":
         _attach_diagnostics(item, stack, report)
     return report
+
+
+def version_properties(stack: Stack, daemon: str, client: str) -> list[tuple[str, str]]:
+    """What a test's report says of the versions it ran against: the daemon's and the
+    client's as observed, or for a fake (a double echoing its pin) its claim only."""
+    if stack.is_fake:
+        return [("claimed_version", claimed(daemon))] if daemon else []
+    return [(key, value) for key, value in (("observed_version", daemon),
+                                            ("client_version", client)) if value]
 
 
 def _infrastructure_error(item: pytest.Item, stack: Stack, call: pytest.CallInfo[None],
@@ -170,6 +180,7 @@ def pytest_collection(session: pytest.Session) -> None:
     if not current.owner or current.pool is None or session.config.getoption("collectonly"):
         return
     current.collecting = True
+    current.binding = outcomes.binding_now(session.config, current)
     target = outcomes.results_path(session.config)
     if target is not None:
         try:
@@ -317,6 +328,9 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int,
             tr.write_line(f"{line} INFRASTRUCTURE ERROR: {current.infra[stack.name]}", red=True)
         else:
             tr.write_line(line)
+    # What ran, as the results file and the compatibility table say it.
+    tr.write_line(f"run scope: {outcomes.run_scope(config).describe()}, "
+                  f"{current.deselected} test(s) deselected")
     for note in current.notes:
         tr.write_line(str(note), yellow=note.kind == "unproven")
     _fail_closed(tr, current)
@@ -382,7 +396,10 @@ def _components(stack: Stack, record: StackRecord) -> str:
 def _stack_line(current: State, stack: Stack) -> str:
     record = current.records.get(stack.name)
     versions = ""
-    if record is not None and record.observed_version:
+    if record is not None and record.observed_version and stack.is_fake:
+        versions = f" {claimed(record.observed_version)}"
+        versions += f", up in {record.startup_s:.1f}s" if not record.info.kept else ""
+    elif record is not None and record.observed_version:
         versions = f" daemon {record.observed_version}"
         if current.pool is not None and current.pool.ctx.lane == "canary":
             versions += (" (canary: as pinned)" if record.observed_version == stack.version

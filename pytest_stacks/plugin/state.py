@@ -13,7 +13,7 @@ from pytest_stacks.lifecycle import StackPool, StackRecord
 from pytest_stacks.manifest import Manifest, Stack
 
 if TYPE_CHECKING:  # outcomes reads the state: a run-time import would be a cycle
-    from pytest_stacks.plugin.outcomes import Outcomes
+    from pytest_stacks.plugin.outcomes import Binding, Outcomes
 
 PROP_STACK = "pytest-stacks:stack"
 PROP_INFRA = "pytest-stacks:infra"
@@ -41,6 +41,8 @@ class State:
     deselected: int = 0
     #: The run reached collection: its results are written, also when it ends early.
     collecting: bool = False
+    #: What binds its results to the code and inputs it ran with, taken then.
+    binding: Binding | None = None
 
     def problems_of(self, stack: str) -> list[Problem]:
         return [p for p in self.closing_problems if p.stack == stack]

@@ -2,16 +2,17 @@
 
 A table is only worth reading when it is complete and about the right thing: every expected job
 reported exactly once, each about the stack the manifest pins, from a whole run (or exactly the
-selection its plan row named, never a ``-k`` of its own) in the right lane, and every stack
-passed. Anything else is one problem line naming
-the file and the stack, and the aggregate is not green; the table is still built, because
-people need to see what there is.
+selection its plan row named, never a ``-k`` of its own) in the right lane, by that row's job
+of this checkout's plan (:mod:`.provenance`), on a daemon version the stack allows, and every
+stack passed. Anything else is one problem line naming the file and the stack, and the
+aggregate is not green; the table is still built, because people need to see what there is.
 
 What is expected comes from the manifest's lane (:func:`expected_from_lane`) or from the matrix
-the jobs were planned with (:func:`expected_from_matrix`). Fake stacks are never matrix rows
-(see :mod:`pytest_stacks.ci.lanes`): their results are always accepted as extra rows (the fake
-lane) without being required, and checked like every other row (known to the manifest, its
-pins, a whole run, a pass). Any other stack the lane does not hold is a problem.
+the jobs were planned with, checked to be that same lane (:func:`expected_from_matrix`). Fake
+stacks are never matrix rows (see :mod:`pytest_stacks.ci.lanes`): their results are always
+accepted as extra rows (the fake lane) without being required, and checked like every other
+row (known to the manifest, its pins, a whole run, a pass). Any other stack the lane does not
+hold is a problem.
 """
 
 from __future__ import annotations
@@ -22,13 +23,14 @@ from typing import Any
 
 from pytest_stacks import ci
 from pytest_stacks.ci import scope
-from pytest_stacks.manifest import LANES, Manifest, Stack
+from pytest_stacks.manifest import Manifest, Stack
+from pytest_stacks.verdicts import provenance
+from pytest_stacks.verdicts.plans import FIELDS, expected_from_lane, expected_from_matrix
+from pytest_stacks.verdicts.provenance import Checkout
 from pytest_stacks.verdicts.results import (
     CapabilityResult,
     ResultsDoc,
-    ResultsError,
     StackResult,
-    read_json,
 )
 from pytest_stacks.verdicts.table import (
     Cell,
@@ -39,88 +41,29 @@ from pytest_stacks.verdicts.table import (
 )
 from pytest_stacks.versions import release
 
-FIELDS = ("backend", "version", "role", "provider", "transport", "configuration")
 SHOWN = 3  # node ids named in one problem line; the rest are counted
 __all__ = ["Cell", "Compatibility", "Expected", "Failure", "Row", "expected_from_lane",
            "expected_from_matrix", "merge"]
-
-
-# ---------------------------------------------------------------- what is expected
-
-
-def expected_from_lane(manifest: Manifest, lane: str) -> Expected:
-    """The lane's matrix rows; an empty lane raises ``EmptyLaneError`` (nothing to cover)."""
-    rows = ci.matrix(manifest, lane)["include"]
-    return Expected(lane, tuple(rows), f"the {lane} lane of {manifest.path}")
-
-
-def expected_from_matrix(path: str | Path, lane: str | None = None) -> Expected:
-    """The rows of a matrix file as ``pytest-stacks matrix`` prints it (``{"include": rows}``).
-
-    The jobs ran from this very matrix, so it is what they must cover, even when the manifest
-    at hand has moved on since. ``lane``, when given, must be the matrix's own.
-    """
-    src = str(path)
-    data = read_json(path, "Pass the JSON that `pytest-stacks matrix --lane LANE` printed.")
-    problems = list(_matrix_problems(data, src))
-    if problems:
-        raise ResultsError(problems)
-    rows: list[dict[str, Any]] = data["include"]
-    lanes = sorted({r["lane"] for r in rows})
-    if len(lanes) > 1:
-        raise ResultsError([f"{src}: $.include[*].lane: rows of several lanes ({', '.join(lanes)})"
-                            f"; a matrix is one lane's. Pass one lane's matrix."])
-    if lane is not None and lanes != [lane]:
-        raise ResultsError([f"{src}: $.include[*].lane: the matrix is the {lanes[0]} lane's, not "
-                            f"the {lane} lane's. Drop --lane or pass the {lane} lane's matrix."])
-    return Expected(lanes[0], tuple(rows), src)
-
-
-def _matrix_problems(data: Any, src: str) -> Iterable[str]:
-    fix = "Pass the JSON that `pytest-stacks matrix --lane LANE` printed."
-    if not isinstance(data, dict) or not isinstance(data.get("include"), list):
-        yield f"{src}: $: expected an object {{\"include\": [rows]}}. {fix}"
-        return
-    if not data["include"]:
-        yield f"{src}: $.include: has no rows, so there is nothing to cover. {fix}"
-    seen: set[str] = set()
-    for i, item in enumerate(data["include"]):
-        at = f"{src}: $.include[{i}]"
-        if not isinstance(item, dict):
-            yield f"{at}: expected a row object. {fix}"
-            continue
-        name = item.get("stack")
-        if not isinstance(name, str) or not name:
-            yield f"{at}.stack: expected a stack name. {fix}"
-        elif name in seen:
-            yield f"{at}.stack: {name!r} is listed twice. {fix}"
-        else:
-            seen.add(name)
-        if item.get("lane") not in LANES:
-            yield f"{at}.lane: {item.get('lane')!r} is not one of {', '.join(LANES)}. {fix}"
-        inputs = item.get("inputs")
-        if not isinstance(inputs, dict) or not all(
-                isinstance(k, str) and isinstance(v, str) for k, v in inputs.items()):
-            yield f"{at}.inputs: expected an object of strings (the stack's pins). {fix}"
-        for key in FIELDS:
-            if key in item and not isinstance(item[key], str):
-                yield f"{at}.{key}: expected a string. {fix}"
 
 
 # ---------------------------------------------------------------- merging
 
 
 def merge(docs: Sequence[ResultsDoc], *, manifest: Manifest | None = None,
-          expected: Expected | None = None, planned_tests: str | None = None) -> Compatibility:
+          expected: Expected | None = None, planned_tests: str | None = None,
+          project: Path | None = None) -> Compatibility:
     """One table from ``docs``. With ``expected``, coverage must be exact (fakes aside);
     without it (one job's own summary) every reported stack is a row and nothing is missing,
     and ``planned_tests`` is the scope the job's plan named (its matrix row's ``tests``), so a
     job that ran exactly that is whole. With ``manifest``, every stack it knows is checked
-    against its pins and capabilities."""
-    problems: list[str] = []
+    against its pins and capabilities, and every file against the checkout at ``project``
+    (default: the current folder; :mod:`.provenance`)."""
+    problems: list[str] = provenance.run_id_problems(docs)
     found = _index(docs, problems)
+    checkout = Checkout.of(manifest, project or Path.cwd()) if manifest is not None else None
     columns = _columns(manifest, [s for _, s in found.values()])
-    rows = _covered(expected, found, columns, manifest) if expected is not None else []
+    rows = _covered(expected, found, columns, manifest, checkout) \
+        if expected is not None else []
     for doc, stack in found.values():
         known = _known(manifest, stack.name)
         pins_lane = "canary" if doc.run.lane == "canary" else "pr"
@@ -137,19 +80,21 @@ def merge(docs: Sequence[ResultsDoc], *, manifest: Manifest | None = None,
                          f"the run used (--manifest).")
         label = "fake" if known is not None and known.is_fake and expected is not None \
             else doc.run.ci_lane or doc.run.lane
-        rows.append(_checked(doc, stack, want, None, columns, manifest, label, extra))
+        rows.append(_checked(doc, stack, want, None, columns, manifest, checkout, label,
+                             extra))
     rows.sort(key=_order(manifest))
     problems += [p for row in rows for p in row.problems]  # in table order
     if not rows:
         problems.append("no stack results to report: the files name no stack.")
     return Compatibility(
-        title=f"{expected.lane} lane" if expected is not None else "single job",
+        title=expected.title if expected is not None else "single job",
         lane=expected.lane if expected is not None else None, capabilities=columns,
         rows=tuple(rows), problems=tuple(problems), sources=tuple(d.source for d in docs))
 
 
 def _covered(expected: Expected, found: dict[str, tuple[ResultsDoc, StackResult]],
-             columns: Sequence[str], manifest: Manifest | None) -> list[Row]:
+             columns: Sequence[str], manifest: Manifest | None,
+             checkout: Checkout | None) -> list[Row]:
     """The expected rows, each taken out of ``found`` (what is left over was not expected)."""
     rows = []
     for want in expected.rows:
@@ -157,7 +102,7 @@ def _covered(expected: Expected, found: dict[str, tuple[ResultsDoc, StackResult]
         if got is None:
             rows.append(_missing_row(want, expected, columns))
         else:
-            rows.append(_checked(*got, want, expected.lane, columns, manifest))
+            rows.append(_checked(*got, want, expected.lane, columns, manifest, checkout))
     return rows
 
 
@@ -186,10 +131,15 @@ def _index(docs: Sequence[ResultsDoc],
 
 def _checked(doc: ResultsDoc, stack: StackResult, want: Mapping[str, Any] | None,
              lane: str | None, columns: Sequence[str], manifest: Manifest | None,
-             label: str | None = None, extra: Sequence[str] = ()) -> Row:
+             checkout: Checkout | None, label: str | None = None,
+             extra: Sequence[str] = ()) -> Row:
     """The row of one reported stack, with what is wrong with it (one line each)."""
     where = f"{doc.source}: stack {stack.name}"
     found: list[str] = list(extra)
+    known = _known(manifest, stack.name)
+    if checkout is not None:
+        found += provenance.stack_problems(doc, stack, doc.stacks.index(stack), checkout,
+                                           known, want if lane is not None else None)
     if want is not None:
         found += _pin_problems(want.get("inputs", {}), stack.pins)
         found += [f"{key} is {getattr(stack, key)!r}, expected {want[key]!r}"
@@ -200,9 +150,9 @@ def _checked(doc: ResultsDoc, stack: StackResult, want: Mapping[str, Any] | None
                                    want.get("tests") if want is not None else None)
     if narrowed:
         found.append(narrowed)
-    known = _known(manifest, stack.name)
     if known is not None:
         found += _offer_problems(stack, known)
+        found += _version_problems(doc, stack, known)
     verdict = _verdict_problem(stack)
     found += [verdict] if verdict else []
     found += [_line(p) for p in stack.problems]
@@ -213,7 +163,8 @@ def _checked(doc: ResultsDoc, stack: StackResult, want: Mapping[str, Any] | None
                observed_client=stack.observed_client, startup_s=stack.startup_s,
                infra=stack.infra, cells={c: _cell(stack, c) for c in columns},
                problems=tuple(f"{where}: {p}" for p in found), parity=stack.parity,
-               driver=stack.driver)
+               driver=stack.driver, scope=doc.run.scope.describe(),
+               deselected=doc.run.deselected)
 
 
 def _pin_problems(expected: Mapping[str, str], got: Mapping[str, str]) -> list[str]:
@@ -234,6 +185,27 @@ def _lane_problems(doc: ResultsDoc, lane: str) -> list[str]:
     if doc.run.ci_lane is not None and doc.run.ci_lane != lane:
         found.append(f"came from the {doc.run.ci_lane} lane, not the {lane} lane")
     return found
+
+
+def _version_problems(doc: ResultsDoc, stack: StackResult, known: Stack) -> list[str]:
+    """The daemon version the run observed must be one the stack allows: the pin (or an
+    existing site's range); for a canary run, the pin's series or a later one."""
+    at = f"$.stacks[{doc.stacks.index(stack)}].observed.daemon"
+    observed = stack.observed_daemon
+    if stack.verdict == "infra" and not observed:
+        return []  # it never came up: its infra problem says so
+    if not observed:
+        return [f"{at} is empty: the run did not say which daemon it tested; re-run pytest "
+                f"--stack={stack.name} with a pytest-stacks that records it"]
+    if doc.run.lane == "canary":
+        if known.accepts_floated(observed):
+            return []
+        return [f"{at} is {observed!r}, older than the pin's series ({known.pin_series}): a "
+                f"canary floats forward from its pin, never back; fix its canary reference"]
+    if known.accepts_version(observed):
+        return []
+    return [f"{at} is {observed!r}, but the manifest allows {known.allowed_versions}: the run "
+            f"tested another daemon; re-run pytest --stack={stack.name} against the pinned one"]
 
 
 def _offer_problems(stack: StackResult, known: Stack) -> list[str]:

@@ -19,8 +19,9 @@ from pytest_stacks.verdicts.merge import Cell, Compatibility, Failure, Row
 FORMATS = ("markdown", "html", "json")
 LEGEND = (
     ("pass", "pass N", "offered, and the N tests requiring it that ran all passed against the "
-     "stack (no failure, no infrastructure error); N >= 1. For a fake stack the daemon is a "
-     "double: its version is the pin, simulated"),
+     "stack (no failure, no infrastructure error); N >= 1. The version column says which "
+     "daemon version the run observed and through which client; a fake stack's daemon is a "
+     "double, which only claims its pin"),
     ("fail", "fail F/N", "offered, and F of the N tests requiring it that ran failed"),
     ("infra", "infra I/N", "offered, no failure, but I tests hit an infrastructure error"),
     ("unproven", "unproven", "offered, but no test requiring it passed (none ran)"),
@@ -88,14 +89,13 @@ def _md(text: str) -> str:
 def markdown(model: Compatibility) -> str:
     icon = "✅" if model.green else "❌"
     header = ["Backend", "Version", "Role", "Stack", "Lane · provider · transport · "
-              "configuration", "Verdict", *model.capabilities]
+              "configuration", "Scope · deselected", "Verdict", *model.capabilities]
     lines = [f"## pytest-stacks compatibility: {_md(model.title)}", "",
              f"**{icon} {_md(overall(model))}**", "",
              "| " + " | ".join(_md(h) for h in header) + " |",
              "|" + "---|" * len(header)]
     for row in model.rows:
-        version = f"{row.version} (simulated)" if row.fake else row.version
-        cells = [row.backend, version, row.role, row.stack, _where(row)]
+        cells = [row.backend, row.version_text, row.role, row.stack, _where(row), row.ran]
         shown = [_md(c) for c in cells]
         shown.append(f"{ICONS.get(row.verdict, '')} {_md(row.verdict)}".strip())
         shown += [_md_cell(row.cells.get(c, Cell("unreported"))) for c in model.capabilities]
@@ -157,7 +157,7 @@ def html_page(model: Compatibility) -> str:
     """One file, nothing external, no script: it is opened from a CI artifact, often offline."""
     state = "green" if model.green else "not-green"
     header = ["Backend", "Version", "Role", "Stack", "Lane · provider · transport · "
-              "configuration", "Verdict", *model.capabilities]
+              "configuration", "Scope · deselected", "Verdict", *model.capabilities]
     head = "".join(f"<th scope=\"col\">{_h(h)}</th>" for h in header)
     body = "\n".join(_html_row(row, model.capabilities) for row in model.rows)
     problems = ("<ol class=\"problems\">" + "".join(f"<li>{_h(p)}</li>" for p in model.problems)
@@ -194,8 +194,8 @@ def html_page(model: Compatibility) -> str:
 
 
 def _html_row(row: Row, capabilities: tuple[str, ...]) -> str:
-    info = [f"observed {row.observed}" if row.observed else "",
-            f"client {row.observed_client}" if row.observed_client else "",
+    info = [row.observed,
+            f"client {row.observed_client}" if row.observed_client and not row.fake else "",
             f"up in {row.startup_s:.0f} s" if row.startup_s is not None else "",
             f"parity: {row.parity}" if row.parity else "",
             f"the driver {row.driver}" if row.driver else ""]
@@ -207,8 +207,10 @@ def _html_row(row: Row, capabilities: tuple[str, ...]) -> str:
                    f"</details>")
     cells = "".join(_html_cell(row.cells.get(c, Cell("unreported")), c) for c in capabilities)
     return (f"<tr class=\"row verdict-{_h(row.verdict)}\" data-stack=\"{_h(row.stack)}\">"
-            f"<td>{_h(row.backend)}</td><td>{_h(row.version)}</td><td>{_h(row.role)}</td>"
+            f"<td>{_h(row.backend)}</td><td class=\"version\">{_h(row.version_text)}</td>"
+            f"<td>{_h(row.role)}</td>"
             f"<th scope=\"row\">{stack}</th><td>{_h(_where(row))}</td>"
+            f"<td class=\"scope\">{_h(row.ran)}</td>"
             f"<td class=\"verdict {_h(row.verdict)}\">{verdict}</td>{cells}</tr>")
 
 
@@ -242,11 +244,13 @@ def _row_dict(row: Row) -> dict[str, Any]:
         "stack": row.stack, "backend": row.backend, "version": row.version, "role": row.role,
         "lane": row.lane, "provider": row.provider, "transport": row.transport,
         "configuration": row.configuration, "fake": row.fake, "verdict": row.verdict,
-        "source": row.source, "run_id": row.run_id,
-        "observed": {"daemon": row.observed_daemon, "client": row.observed_client,
-                     "simulated": row.fake},
+        "source": row.source, "run_id": row.run_id, "version_text": row.version_text,
+        # A fake's version is a claim (it echoes its pin), never an observation.
+        **({"observed": None, "claimed": {"daemon": row.observed_daemon,
+                                           "client": row.observed_client}} if row.fake else
+           {"observed": {"daemon": row.observed_daemon, "client": row.observed_client}}),
         "startup_s": row.startup_s, "infra": row.infra, "parity": row.parity,
-        "driver": row.driver,
+        "driver": row.driver, "scope": row.scope, "deselected": row.deselected,
         "cells": {name: {"status": c.status, "text": c.text, "passed": c.passed,
                          "failed": c.failed, "skipped": c.skipped, "infra": c.infra,
                          "failures": [{"nodeid": f.nodeid, "outcome": f.outcome,

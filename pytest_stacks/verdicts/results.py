@@ -22,7 +22,6 @@ import stat
 import tempfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from datetime import datetime
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -31,14 +30,24 @@ from typing import Any, Literal
 from pytest_stacks.ci.scope import Scope
 from pytest_stacks.errors import StacksError
 from pytest_stacks.suggest import did_you_mean
+from pytest_stacks.verdicts import run_checks
+from pytest_stacks.verdicts.run_checks import INCONSISTENT
 
 SCHEMA_ID = "pytest-stacks/results"
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 MAX_BYTES = 16 * 1024 * 1024
 REGENERATE = "Regenerate it with the pytest run that wrote it; results files are not edited."
-INCONSISTENT = "Write it with pytest_stacks.verdicts.results, whose rules the report applies."
 BUCKETS = (("passed", "passed"), ("failed", "failed"), ("skipped", "skipped"), ("infra", "infra"))
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+#: What each pattern of the schema means, for the message of a value that misses it.
+PATTERNS = {
+    r"^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)*$": "{got!r} is not a capability name (lowercase "
+                                               "words joined by dots, e.g. "
+                                               "'outputs.repeatable').",
+    r"^[0-9a-f]{64}$": "{got!r} is not a SHA-256 digest (64 lowercase hex digits).",
+    r"^([0-9a-f]{40}([0-9a-f]{24})?|unknown)$": "{got!r} is not a git commit (40 or 64 "
+                                                 "lowercase hex digits) or 'unknown'.",
+}
 
 Verdict = Literal["pass", "fail", "infra", "unproven", "not-run"]
 Status = Literal["pass", "fail", "infra", "unproven", "not-offered"]
@@ -145,6 +154,8 @@ class StackResult:
     parity: str = ""
     #: What the reference driver adds beyond the backend's documented use (a workaround).
     driver: str = ""
+    #: :func:`pytest_stacks.ci.binding.inputs_digest` of the stack the run used.
+    inputs_digest: str = ""
 
     def test(self, nodeid: str) -> CaseResult | None:
         return next((t for t in self.tests if t.nodeid == nodeid), None)
@@ -168,6 +179,13 @@ class RunInfo:
     collected: tuple[str, ...] = ()
     #: Tests deselected by anything but the plugin's own backend filter.
     deselected: int = 0
+    #: What binds the file to what produced it (:mod:`pytest_stacks.ci.binding`).
+    commit: str = "unknown"
+    manifest_digest: str = ""
+    code_digest: str = ""
+    #: The rows of a plan the run answers: (their stacks, the plan's digest); None outside a
+    #: lane's plan.
+    plan: tuple[tuple[str, ...], str] | None = None
 
 
 @dataclass(frozen=True)
@@ -184,7 +202,7 @@ class ResultsDoc:
 
 @cache
 def schema() -> dict[str, Any]:
-    """The JSON Schema shipped in the package (``schema/results-v2.schema.json``)."""
+    """The JSON Schema shipped in the package (``schema/results-v3.schema.json``)."""
     name = f"schema/results-v{SCHEMA_VERSION}.schema.json"
     text = resources.files("pytest_stacks").joinpath(name)
     return dict(json.loads(text.read_text(encoding="utf-8")))
@@ -289,8 +307,8 @@ def _expected(error: Any) -> str:
         wanted = " or ".join(value) if isinstance(value, list) else value
         return f"expected {wanted}, got {_kind(got)}."
     if kind == "pattern":
-        return (f"{got!r} is not a capability name (lowercase words joined by dots, e.g. "
-                f"'outputs.repeatable').")
+        known = PATTERNS.get(value)
+        return known.format(got=got) if known else f"{got!r} does not match {value}."
     if kind == "minLength":
         return "must not be empty."
     if kind == "minimum":
@@ -303,18 +321,9 @@ def _expected(error: Any) -> str:
 
 
 def _consistency_problems(doc: dict[str, Any]) -> Iterable[str]:
-    """What the schema cannot say: the rules re-derived, timestamps, one entry per name."""
-    run = doc["run"]
-    for key in ("started", "finished"):
-        try:
-            datetime.fromisoformat(run[key])
-        except ValueError:
-            yield (f"$.run.{key}: {run[key]!r} is not an ISO 8601 date and time (e.g. "
-                   f"'2025-01-31T12:00:00+00:00').")
-    if run["partial"] != bool(run["partial_reasons"]):
-        yield (f"$.run.partial_reasons: partial is {json.dumps(run['partial'])} but "
-               f"{len(run['partial_reasons'])} reason(s) are given; a partial run names what "
-               f"selected its tests, a whole run names nothing.")
+    """What the schema cannot say: the rules re-derived, the run's own story (timestamps,
+    scope, collected ids; :mod:`.run_checks`), one entry per name."""
+    yield from run_checks.run_problems(doc)
     names: set[str] = set()
     for i, stack in enumerate(doc["stacks"]):
         if stack["name"] in names:
@@ -431,7 +440,10 @@ def parse(data: Mapping[str, Any], source: str) -> ResultsDoc:
                     tuple(run["partial_reasons"]), Scope.from_json(run["scope"]),
                     int(run["pytest_exit"]),
                     run["pytest_stacks_version"], tuple(run["collected"]),
-                    int(run["deselected"])),
+                    int(run["deselected"]), run["commit"], run["manifest_digest"],
+                    run["code_digest"],
+                    None if run["plan"] is None else (tuple(run["plan"]["stacks"]),
+                                                      run["plan"]["digest"])),
         stacks=tuple(_stack(s) for s in data["stacks"]))
 
 
@@ -450,7 +462,8 @@ def _stack(s: Mapping[str, Any]) -> StackResult:
         observed_client=s["observed"]["client"],
         startup_s=None if startup is None else float(startup), verdict=s["verdict"],
         infra=s["infra"], problems=tuple(s["problems"]), capabilities=caps, tests=tests,
-        parity=s.get("parity", ""), driver=s.get("driver", ""))
+        parity=s.get("parity", ""), driver=s.get("driver", ""),
+        inputs_digest=s["inputs_digest"])
 
 
 # ---------------------------------------------------------------- writing
@@ -467,7 +480,11 @@ def to_json(doc: ResultsDoc) -> dict[str, Any]:
                 "partial": run.partial, "partial_reasons": list(run.partial_reasons),
                 "scope": run.scope.to_json(), "pytest_exit": run.pytest_exit,
                 "pytest_stacks_version": run.pytest_stacks_version,
-                "collected": list(run.collected), "deselected": run.deselected},
+                "collected": list(run.collected), "deselected": run.deselected,
+                "commit": run.commit, "manifest_digest": run.manifest_digest,
+                "code_digest": run.code_digest,
+                "plan": None if run.plan is None else {"stacks": list(run.plan[0]),
+                                                       "digest": run.plan[1]}},
         "stacks": [_stack_json(s) for s in doc.stacks],
     }
 
@@ -476,7 +493,7 @@ def _stack_json(s: StackResult) -> dict[str, Any]:
     return {
         "name": s.name, "backend": s.backend, "version": s.version, "provider": s.provider,
         "transport": s.transport, "configuration": s.configuration, "role": s.role,
-        "fake": s.fake, "pins": dict(s.pins),
+        "fake": s.fake, "pins": dict(s.pins), "inputs_digest": s.inputs_digest,
         "observed": {"daemon": s.observed_daemon, "client": s.observed_client},
         "startup_s": s.startup_s, "verdict": s.verdict, "infra": s.infra,
         "problems": list(s.problems),

@@ -70,15 +70,45 @@ class Row:
     problems: tuple[str, ...] = ()
     parity: str = ""
     driver: str = ""
+    #: What the run selected (``tests/contract -k x``; "the default tests") and how many tests
+    #: it deselected: a planned narrowing stands in the table, and the table says so.
+    scope: str = ""
+    deselected: int = 0
+
+    @property
+    def ran(self) -> str:
+        """The row's scope and deselected count, as every rendering shows them."""
+        if not self.scope:
+            return "no run"
+        return f"{self.scope} · {self.deselected} deselected"
 
     @property
     def observed(self) -> str:
         """The daemon version the stack reported, and for a fake what that is worth: a double
-        echoes its pin, so its "observed" version proves nothing about a daemon."""
+        echoes its pin, so it claims a version and nothing was observed."""
         if not self.observed_daemon:
             return ""
-        return f"{self.observed_daemon} (pinned, simulated)" if self.fake \
-            else self.observed_daemon
+        return claimed(self.observed_daemon) if self.fake else f"observed {self.observed_daemon}"
+
+    @property
+    def version_text(self) -> str:
+        """The version cell: what the run saw and through which client (``22.05.11 observed
+        via the ssh client 22.05.11 (pin 24.11.5)``), never the pin alone when a daemon
+        answered; a fake's claim as a claim; the pin for a row that never ran."""
+        if self.fake:
+            return f"{self.version} ({claimed(self.observed_daemon or self.version)})"
+        if self.verdict == "missing":
+            return self.version
+        if not self.observed_daemon:
+            return f"{self.version} (pin; no daemon version observed)"
+        client = f" {self.observed_client}" if self.observed_client else ""
+        text = f"{self.observed_daemon} observed via the {self.transport} client{client}"
+        return text if self.observed_daemon == self.version else f"{text} (pin {self.version})"
+
+
+def claimed(version: str) -> str:
+    """A fake's version, as what it is: a double echoes its pin, it observes nothing."""
+    return f"fake, claims {version}"
 
 
 @dataclass(frozen=True)
@@ -88,6 +118,13 @@ class Expected:
     lane: str
     rows: tuple[Mapping[str, Any], ...]
     source: str
+    #: What part of the lane the rows are, when not all of it (a ``--runnable-here`` plan):
+    #: the table's title says so, so a subset is never read as the lane.
+    subset: str = ""
+
+    @property
+    def title(self) -> str:
+        return f"{self.lane} lane" + (f" ({self.subset})" if self.subset else "")
 
 
 @dataclass(frozen=True)

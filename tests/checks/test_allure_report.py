@@ -156,7 +156,7 @@ def test_the_default_report_shows_stacks_attachments_and_categories(
     assert "ExitCode=9:0" in attachments and "boom-marker" in attachments
     env = {e["name"]: e["values"] for e in
            json.loads((report / "widgets" / "allure_environment.json").read_text())}
-    assert env["stack.fake-slurm.observed_version"] == ["24.11.5"]
+    assert env["stack.fake-slurm.claimed_version"] == ["fake, claims 24.11.5"]
     assert env["stack.broken-slurm.infrastructure_error"][0].startswith(
         "functional probe job did not finish")
     summary = json.loads((report / "summary.json").read_text())

@@ -649,6 +649,11 @@ def test_reusable_stack_workflow_shape() -> None:
     assert upload["if"] == "failure()"
     # Every leg leaves its results (always) and the whole lane is judged in one final job.
     assert "--stack-unproven=fail" in runs and "--stack-results=" in runs
+    # Each leg's results say which row of which plan they answer (the report checks both).
+    tests = next(s for s in stack["steps"] if "--stack-results=" in s.get("run", ""))
+    assert tests["env"]["PYTEST_STACKS_CI_LANE"] == "${{ matrix.lane }}"
+    assert tests["env"]["PYTEST_STACKS_CI_STACK"] == "${{ matrix.stack }}"
+    assert tests["env"]["PYTEST_STACKS_CI_PLAN"] == "${{ matrix.plan }}"
     results = [s for s in stack["steps"] if "upload-artifact" in s.get("uses", "")
                and "stack-results" in s["with"]["name"]]
     assert results and results[0]["if"] == "always()"

@@ -39,7 +39,8 @@ def _row(stack: str, version: str, role: str, verdict: str, cells: dict[str, Cel
     return Row(stack=stack, backend=stack.split("-")[0], version=version, role=role, lane="pr",
                provider="compose", transport="local", configuration="single-node", fake=False,
                verdict=verdict, source=f"results/{stack}.json", observed_daemon=version,
-               infra=infra, cells=cells)
+               infra=infra, cells=cells, scope="" if verdict == "missing" else "tests/contract",
+               deselected=2)
 
 
 MODEL = Compatibility(
@@ -114,26 +115,29 @@ def test_the_report_renders_in_chromium(tmp_path: Path) -> None:
     header, *rows = dom.rows
     assert [text for _, _, text in header[1]] == [
         "Backend", "Version", "Role", "Stack", "Lane · provider · transport · configuration",
-        "Verdict", *CAPS]
+        "Scope · deselected", "Verdict", *CAPS]
     assert len(rows) == 4
     assert [(attrs["data-stack"], attrs["class"]) for attrs, _ in rows] == [
         ("slurm-22.05", "row verdict-pass"), ("slurm-24.11", "row verdict-fail"),
         ("slurm-26.05", "row verdict-missing"), ("htcondor-23.9", "row verdict-infra")]
     cells = {attrs["data-stack"]: cells for attrs, cells in rows}
-    assert cells["slurm-22.05"][:4] == [("td", "", "slurm"), ("td", "", "22.05.8"),
+    assert cells["slurm-22.05"][:4] == [("td", "", "slurm"),
+                                        ("td", "version", "22.05.8 observed via the local client"),
                                         ("td", "", "anchor"),
                                         ("th", "", "slurm-22.05 observed 22.05.8")]
-    assert [(cls, text) for _, cls, text in cells["slurm-22.05"][5:]] == [
+    assert cells["slurm-22.05"][5] == ("td", "scope", "tests/contract · 2 deselected")
+    assert [(cls, text) for _, cls, text in cells["slurm-22.05"][6:]] == [
         ("verdict pass", "pass"), ("cell pass", "pass 3"), ("cell pass", "pass 2"),
         ("cell not-offered", "not offered")]
-    failing = cells["slurm-24.11"][7]
+    failing = cells["slurm-24.11"][8]
     assert failing[1] == "cell fail"
     assert failing[2] == f"fail 1/4 {EVIL} (failed) AssertionError: b'hi' != b'' second line"
-    assert [text for _, _, text in cells["slurm-26.05"][6:]] == ["no result"] * 3
-    assert {cls for _, cls, _ in cells["slurm-26.05"][6:]} == {"cell missing"}
+    assert cells["slurm-26.05"][5] == ("td", "scope", "no run")
+    assert [text for _, _, text in cells["slurm-26.05"][7:]] == ["no result"] * 3
+    assert {cls for _, cls, _ in cells["slurm-26.05"][7:]} == {"cell missing"}
     infra = cells["htcondor-23.9"]
-    assert infra[5] == ("td", "verdict infra", "infra schedd did not answer within 120 s")
-    assert infra[6][1:] == ("cell infra", "infra 2/2 tests/test_submit.py::test_bulk"
+    assert infra[6] == ("td", "verdict infra", "infra schedd did not answer within 120 s")
+    assert infra[7][1:] == ("cell infra", "infra 2/2 tests/test_submit.py::test_bulk"
                                           "[htcondor-23.9] (infra) schedd did not answer")
-    assert infra[8][1:] == ("cell unreported", "not reported")
+    assert infra[9][1:] == ("cell unreported", "not reported")
     assert 'class="overall not-green"' in result.stdout

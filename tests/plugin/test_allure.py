@@ -173,7 +173,8 @@ def test_results_carry_the_stack_as_parameter_labels_and_suite(project: pytest.P
     assert labels(green, "backend") == ["slurm"]
     assert labels(green, "version") == ["24.11.5"]
     assert labels(green, "provider") == ["fake"]
-    assert labels(green, "observed_version") == ["24.11.5"]
+    assert labels(green, "claimed_version") == ["fake, claims 24.11.5"]  # a double, not seen
+    assert labels(green, "observed_version") == []
     assert labels(green, "capability") == ["outputs", "submit"]
     assert labels(green, "tag") == ["backend:slurm", "provider:fake", "requires:outputs",
                                     "requires:submit"]
@@ -287,13 +288,15 @@ def test_environment_properties_record_the_observed_versions(project: pytest.Pyt
     alluredir = project.path / "allure-results"
     alluredir.mkdir()
     (alluredir / "environment.properties").write_text(
-        "# the project's own\nteam=hpc\nstack.fake-slurm.observed_version=stale\n")
+        "# the project's own\nteam=hpc\nstack.fake-slurm.claimed_version=stale\n")
     project.runpytest("--stack=fake-slurm", "--stack=broken-slurm",
                       "--alluredir=allure-results", "-k", "green or red")
     env = properties(alluredir / "environment.properties")
     assert env["team"] == "hpc"  # kept
-    assert env["stack.fake-slurm.observed_version"] == "24.11.5"  # replaced, not duplicated
-    assert (alluredir / "environment.properties").read_text().count("fake-slurm.observed") == 1
+    # A fake's version is what it claims (replaced, not duplicated), never "observed".
+    assert env["stack.fake-slurm.claimed_version"] == "fake, claims 24.11.5"
+    assert (alluredir / "environment.properties").read_text().count("fake-slurm.claimed") == 1
+    assert "stack.fake-slurm.observed_version" not in env
     assert env["stack.fake-slurm.pinned_version"] == "24.11.5"
     assert env["stack.fake-slurm.backend"] == "slurm"
     assert env["stack.fake-slurm.provider"] == "fake"
@@ -362,8 +365,8 @@ def test_under_xdist_workers_write_results_and_the_controller_the_run_files(
     assert "scheduler view of this test's jobs" in [
         a["name"] for a in found["test_red[fake-slurm-20.11]"]["attachments"]]
     env = properties(alluredir / "environment.properties")
-    assert env["stack.fake-slurm.observed_version"] == "24.11.5"
-    assert env["stack.fake-slurm-20.11.observed_version"] == "20.11.4"
+    assert env["stack.fake-slurm.claimed_version"] == "fake, claims 24.11.5"
+    assert env["stack.fake-slurm-20.11.claimed_version"] == "fake, claims 20.11.4"
 
 
 PROBE = textwrap.dedent("""

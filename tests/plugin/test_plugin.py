@@ -263,13 +263,18 @@ def test_a_test_that_parametrizes_stack_itself_is_left_alone(project: pytest.Pyt
     result.assert_outcomes(passed=2)
 
 
-def test_junit_report_records_the_observed_versions(project: pytest.Pytester) -> None:
+def test_a_fakes_version_is_what_it_claims_never_observed(project: pytest.Pytester) -> None:
+    """A double echoes its pin: in the junit properties and the summary its version is what
+    the fake claims, never an observed daemon version."""
     result = project.runpytest("--stack=fake-slurm-20.11", "-k", "test_runs",
                                "--junitxml=report.xml")
     result.assert_outcomes(passed=1)
     xml = (project.path / "report.xml").read_text()
     assert 'name="pytest-stacks:stack" value="fake-slurm-20.11"' in xml
-    assert 'name="pytest-stacks:observed_version" value="20.11.4"' in xml
+    assert 'name="pytest-stacks:claimed_version" value="fake, claims 20.11.4"' in xml
+    assert "observed" not in xml
+    result.stdout.fnmatch_lines(["fake-slurm-20.11 (slurm 20.11.4, fake): fake, claims 20.11.4*"])
+    assert "daemon 20.11.4" not in result.stdout.str()
 
 
 def test_an_unrelated_manifest_yaml_is_ignored(pytester: pytest.Pytester) -> None:

@@ -122,6 +122,34 @@ def test_the_override_through_pytest_addopts_is_seen_too(project: pytest.Pyteste
     assert run["partial"] is True and "-o testpaths=suite/deep" in run["partial_reasons"]
 
 
+@pytest.mark.parametrize(("addopts", "reason"), [
+    ("-k runs", "-k 'runs'"),
+    ("-m 'not slow'", "-m 'not slow'"),
+    ("--deselect suite/test_user.py::test_submits",
+     "--deselect=suite/test_user.py::test_submits"),
+    ("--lf", "--last-failed"),
+    ("suite/deep", "only suite/deep"),
+], ids=["keyword", "markexpr", "deselect", "last-failed", "path"])
+def test_every_narrowing_through_pytest_addopts_makes_the_run_partial(
+        project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, addopts: str,
+        reason: str) -> None:
+    """PYTEST_ADDOPTS is set by whoever prepares the environment (the reusable workflow's
+    `setup` input can write it to $GITHUB_ENV): what it narrows is recorded like the command
+    line's own options."""
+    monkeypatch.setenv("PYTEST_ADDOPTS", addopts)
+    _runs(project)
+    run = _run(project)
+    assert run["partial"] is True and reason in run["partial_reasons"], run
+
+
+def test_a_narrowing_in_the_ini_addopts_makes_the_run_partial(project: pytest.Pytester) -> None:
+    project.makeini("[pytest]\nstacks_manifest = manifest.yaml\ntestpaths = suite\n"
+                    "addopts = -k runs\n")
+    _runs(project)
+    run = _run(project)
+    assert run["partial"] is True and "-k 'runs'" in run["partial_reasons"], run
+
+
 def test_another_ini_file_makes_the_run_partial(project: pytest.Pytester) -> None:
     other = project.path / "other.ini"
     other.write_text("[pytest]\nstacks_manifest = manifest.yaml\ntestpaths = suite/deep\n")

@@ -312,3 +312,27 @@ def test_what_a_teardown_could_not_look_for_is_said_and_fails_nothing(
     assert "FAIL-CLOSED" not in result.stdout.str()
     [stack] = _results(project)["stacks"]
     assert stack["verdict"] == "pass", stack
+
+
+def test_a_planned_narrowing_is_green_and_the_table_says_so(
+        project: pytest.Pytester, capsys: pytest.CaptureFixture[str]) -> None:
+    """A -k the plan names (one test per capability) stands in the table, which must then say
+    what ran: the row's scope and how many tests it deselected, in every rendering."""
+    result = project.runpytest("--stack=fake-slurm-20.11", "-k", "runs",
+                               "--stack-unproven=fail")
+    assert result.ret == pytest.ExitCode.OK, result.stdout.str()
+    target = str(project.path / ".pytest-stacks" / "results.json")
+    manifest = str(project.path / "manifest.yaml")
+    for fmt, shown in (("markdown", "-k runs · 1 deselected"),
+                       ("html", "-k runs · 1 deselected")):
+        capsys.readouterr()
+        code = cli.main(["--manifest", manifest, "report", target, "--single", "--tests",
+                         "-k runs", "--format", fmt])
+        out = capsys.readouterr().out
+        assert code == 0, out
+        assert shown in out, out
+    capsys.readouterr()
+    cli.main(["--manifest", manifest, "report", target, "--single", "--tests", "-k runs",
+              "--format", "json"])
+    [row] = json.loads(capsys.readouterr().out)["rows"]
+    assert (row["scope"], row["deselected"]) == ("-k runs", 1)

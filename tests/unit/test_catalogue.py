@@ -69,8 +69,8 @@ def test_extending_uses_selected_stacks_and_adds_own(tmp_path: Path) -> None:
     manifest = load(path)
     assert manifest.catalogue == catalogue_manifest()
     assert manifest.names() == ["fake-slurm", "fake-slurm-20.11", "fake-htcondor",
-                                "fake-htcondor-25", "fake-htcondor-lts-client", "fake-mpi-operator", "slurm-24.11",
-                                "my-slurm", "my-own"]
+                                "fake-htcondor-25", "fake-htcondor-lts-client",
+                                "fake-mpi-operator", "slurm-24.11", "my-slurm", "my-own"]
     base, mine, own = manifest.get("slurm-24.11"), manifest.get("my-slurm"), manifest.get("my-own")
     assert "my.feature" in manifest.capabilities and "outputs.repeatable" in manifest.capabilities
     # Inherited: the catalogue's pins and folder; overridden: what the project says.

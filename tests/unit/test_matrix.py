@@ -496,3 +496,26 @@ def test_cli_version(capsys) -> None:
         _cli(["--version"])
     assert exit_.value.code == 0
     assert capsys.readouterr().out == f"pytest-stacks {metadata.version('pytest-stacks')}\n"
+
+
+@pytest.mark.parametrize("edit", ["option", "stack folder", "test code"])
+def test_a_row_changes_with_options_stack_folders_and_code(make, tmp_path: Path,
+                                                           monkeypatch: pytest.MonkeyPatch,
+                                                           edit: str) -> None:
+    """The pins leave out a stack's options, the content of its stack folder and the code
+    that tests it; a row (which its job's results are bound to) must change with each, or a
+    run of other inputs passes for the planned one."""
+    monkeypatch.chdir(tmp_path)  # the project the plan is made in
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_it.py").write_text("def test_it(stack):\n    pass\n")
+    before = {r["stack"]: r for r in matrix.matrix(make(standard_stacks()), "pr")["include"]}
+    stacks = standard_stacks()
+    if edit == "option":
+        stacks = stacks.replace("  - name: slurm-22.05\n",
+                                "  - name: slurm-22.05\n    options: {partition: big}\n")
+    elif edit == "stack folder":
+        (tmp_path / "stacks" / "slurm" / "entrypoint.sh").write_text("exec slurmctld -D\n")
+    else:
+        (tmp_path / "tests" / "test_it.py").write_text("def test_it(stack):\n    assert 0\n")
+    after = {r["stack"]: r for r in matrix.matrix(make(stacks), "pr")["include"]}
+    assert after["slurm-22.05"] != before["slurm-22.05"], edit

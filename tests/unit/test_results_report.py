@@ -21,81 +21,29 @@ from pytest_stacks import ci, cli
 from pytest_stacks.ci import scope
 from pytest_stacks.ci.scope import Scope
 from pytest_stacks.cli import report as report_cli
-from pytest_stacks.manifest import Manifest, Stack, load
+from pytest_stacks.manifest import Manifest, load
 from pytest_stacks.verdicts import merge, render, results
 from pytest_stacks.verdicts.results import ResultsError, capability_status, stack_verdict
+from tests.unit.results_docs import (
+    PR,
+    document,
+    entry,
+    lane_files,
+    loaded,
+    make_project,
+    nodeid,
+    plan_of,
+    writer,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
-DEB = "https://deb.debian.org/debian?suite=bookworm&components=main&binaryArch=amd64"
-
-MANIFEST = """\
-version: 1
-capabilities:
-  submit: Submit jobs.
-  status: Report states.
-  outputs: Outputs come back.
-  outputs.repeatable: Outputs can be fetched twice.
-backends:
-  slurm: {window: {anchor: "22.05", leading_edge: "26.05"}}
-  htcondor: {window: {anchor: "23.9", leading_edge: "23.9"}}
-stacks:
-  - name: htcondor-23.9
-    backend: htcondor
-    version: "23.9.6"
-    provider: compose
-    transport: bindings
-    configuration: single-node
-    capabilities: [submit, status, outputs]
-    lanes: [pr, full]
-    compose: {directory: stacks/htcondor, service: htcondor,
-               build_args: {HTCONDOR_VERSION: "23.9.6+dfsg-2.1"}}
-  - name: fake-slurm
-    backend: slurm
-    version: "24.11.5"
-    provider: fake
-    transport: local
-    configuration: single-node
-    capabilities: [submit, status, outputs, outputs.repeatable]
-    lanes: [pr, full]
-"""
-
-
-def slurm(name: str, version: str, deb: str, lanes: str) -> str:
-    return f"""\
-  - name: {name}
-    backend: slurm
-    version: "{version}"
-    provider: compose
-    transport: local
-    configuration: single-node
-    capabilities: [submit, status, outputs, outputs.repeatable]
-    lanes: {lanes}
-    base_image: {{name: debian, tag: bookworm-slim, seed: bookworm}}
-    compose:
-      directory: stacks/slurm
-      service: slurm
-      build_args:
-        # renovate: datasource=deb depName=slurm-wlm registryUrl={DEB}
-        SLURM_VERSION: "{deb}"
-    canary: {{build_args: {{SLURM_VERSION: ""}}}}
-"""
-
-
-# Newest first on purpose: the table orders by release, not by manifest order.
-STACKS = (slurm("slurm-26.05", "26.05.5", "26.05.5-1", "[pr, full]")
-          + slurm("slurm-24.11", "24.11.5", "24.11.5-4", "[full]")
-          + slurm("slurm-22.05", "22.05.8", "22.05.8-4+deb12u3", "[pr, full]"))
-PR = ["slurm-26.05", "slurm-22.05", "htcondor-23.9"]
 
 
 @pytest.fixture
-def manifest_path(tmp_path: Path) -> Path:
-    for folder in ("slurm", "htcondor"):
-        (tmp_path / "stacks" / folder).mkdir(parents=True)
-        (tmp_path / "stacks" / folder / "compose.yaml").write_text("services: {}\n")
-    path = tmp_path / "manifest.yaml"
-    path.write_text(MANIFEST + STACKS)
-    return path
+def manifest_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The project, which is also the current folder: the checkout the report binds to."""
+    monkeypatch.chdir(tmp_path)
+    return make_project(tmp_path)
 
 
 @pytest.fixture
@@ -103,83 +51,10 @@ def manifest(manifest_path: Path) -> Manifest:
     return load(manifest_path)
 
 
-def nodeid(stack: str, capability: str) -> str:
-    return f"tests/contract/test_{capability.replace('.', '_')}.py::test_it[{stack}]"
-
-
-def entry(stack: Stack, manifest: Manifest, *, lane: str = "pr",
-          outcomes: dict[str, str] | None = None, messages: dict[str, str] | None = None,
-          infra: str | None = None, problems: tuple[str, ...] = ()) -> dict[str, Any]:
-    """A stack's results as the plugin writes them: one test per capability, passing where
-    offered (skipped elsewhere) unless ``outcomes`` says otherwise; derived with the rules."""
-    outcomes, messages = outcomes or {}, messages or {}
-    tests: list[dict[str, Any]] = []
-    for cap in manifest.capabilities:
-        default = "passed" if cap in stack.capabilities else "skipped"
-        outcome = outcomes.get(cap, default)
-        if outcome == "absent":
-            continue
-        tests.append({"nodeid": nodeid(stack.name, cap), "outcome": outcome, "duration_s": 0.5,
-                      "requires": [cap], "identities": [], "message": messages.get(cap, "")})
-    capabilities: dict[str, dict[str, Any]] = {}
-    for cap in manifest.capabilities:
-        ids = {o: [t["nodeid"] for t in tests if cap in t["requires"] and t["outcome"] == o]
-               for o in ("passed", "failed", "skipped", "infra")}
-        offered = cap in stack.capabilities
-        capabilities[cap] = {
-            "offered": offered, "passed": ids["passed"], "failed": ids["failed"],
-            "skipped": ids["skipped"], "infra": ids["infra"],
-            "status": capability_status(offered, len(ids["passed"]), len(ids["failed"]),
-                                        len(ids["infra"]))}
-    verdict = stack_verdict([t["outcome"] for t in tests],
-                            [c["status"] for c in capabilities.values()], infra)
-    return {"name": stack.name, "backend": stack.backend, "version": stack.version,
-            "provider": stack.provider, "transport": stack.transport,
-            "configuration": stack.configuration, "role": stack.role, "fake": stack.is_fake,
-            "pins": ci.build_inputs(stack, lane),
-            "observed": {"daemon": stack.version, "client": ""}, "startup_s": 12.5,
-            "verdict": verdict, "infra": infra, "problems": list(problems),
-            "capabilities": capabilities, "tests": tests}
-
-
-def document(*stacks: dict[str, Any], lane: str = "pinned", ci_lane: str | None = "pr",
-             partial: tuple[str, ...] = (), exit_code: int = 0,
-             scope: Scope | None = None) -> dict[str, Any]:
-    return {"schema": "pytest-stacks/results", "schema_version": 2,
-            "run": {"run_id": "run-1", "lane": lane, "ci_lane": ci_lane,
-                    "started": "2025-06-01T10:00:00+00:00",
-                    "finished": "2025-06-01T10:05:00+00:00", "manifest": "manifest.yaml",
-                    "partial": bool(partial), "partial_reasons": list(partial),
-                    "scope": (scope or Scope()).to_json(), "pytest_exit": exit_code,
-                    "pytest_stacks_version": "0.1.0",
-                    "collected": sorted({t["nodeid"] for s in stacks for t in s["tests"]}),
-                    "deselected": 0},
-            "stacks": list(stacks)}
-
-
 @pytest.fixture
 def write(tmp_path: Path) -> Callable[..., Path]:
-    """Write a document as a results file (through ``dump``, so it is a valid one)."""
-    def _write(name: str, doc: dict[str, Any]) -> Path:
-        path = tmp_path / "results" / name
-        results.dump(doc, path)
-        return path
-    return _write
+    return writer(tmp_path / "results")
 
-
-def lane_files(manifest: Manifest, write: Callable[..., Path], names: list[str] = PR,
-               overrides: dict[str, dict[str, Any]] | None = None) -> list[Path]:
-    """One results file per job, as a lane's jobs upload them."""
-    return [write(f"{name}.json", document(entry(manifest.get(name), manifest,
-                                                 **(overrides or {}).get(name, {}))))
-            for name in names]
-
-
-def loaded(paths: list[Path]) -> list[results.ResultsDoc]:
-    return [results.load(p) for p in paths]
-
-
-# ---------------------------------------------------------------- the rules
 
 
 @pytest.mark.parametrize(("offered", "passed", "failed", "infra", "status"), [
@@ -215,8 +90,9 @@ def test_stack_verdict_precedence(outcomes: list[str], statuses: list[str], infr
 def test_a_written_document_reads_back_typed(manifest: Manifest, tmp_path: Path,
                                              write: Callable[..., Path]) -> None:
     stack = manifest.get("htcondor-23.9")
-    path = write("one.json", document(entry(stack, manifest, outcomes={"status": "failed"},
-                                            messages={"status": "AssertionError: held"})))
+    path = write("one.json", document(manifest, entry(
+        stack, manifest, outcomes={"status": "failed"},
+        messages={"status": "AssertionError: held"})))
     assert [p.name for p in path.parent.iterdir()] == ["one.json"]  # no temporary left
     doc = results.load(path)
     assert doc.source == str(path) and doc.run.lane == "pinned" and doc.run.ci_lane == "pr"
@@ -235,11 +111,11 @@ def test_the_schema_is_valid_draft_2020_12_and_shipped() -> None:
     assert schema["$schema"] == "https://json-schema.org/draft/2020-12/schema"
     globs = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"][
         "package-data"]["pytest_stacks"]
-    assert any(fnmatch.fnmatch("schema/results-v2.schema.json", g) for g in globs)
+    assert any(fnmatch.fnmatch("schema/results-v3.schema.json", g) for g in globs)
 
 
 def _good(manifest: Manifest) -> dict[str, Any]:
-    return document(entry(manifest.get("slurm-22.05"), manifest),
+    return document(manifest, entry(manifest.get("slurm-22.05"), manifest),
                     entry(manifest.get("htcondor-23.9"), manifest))
 
 
@@ -260,8 +136,8 @@ REPEATABLE = '$.stacks[0].capabilities["outputs.repeatable"]'
 
 @pytest.mark.parametrize(("path", "value", "expected"), [
     ("schema", "junit", r"\$\.schema: 'junit' is not a pytest-stacks results document"),
-    ("schema_version", 1, r"\$\.schema_version: 1 is not supported \(the file was written by "
-                          r"pytest-stacks 0\.1\.0\).*reads version 2"),
+    ("schema_version", 2, r"\$\.schema_version: 2 is not supported \(the file was written by "
+                          r"pytest-stacks 0\.1\.0\).*reads version 3"),
     ("schema_version", True, r"\$\.schema_version: True is not supported"),
     ("stacks/0/verdict", "ok", r"\$\.stacks\[0\]\.verdict \(stack slurm-22\.05\): 'ok' is not "
                                r"allowed\. Expected one of: \"pass\", \"fail\""),
@@ -421,7 +297,7 @@ def test_fuzz_any_field_replaced_fails_only_cleanly(manifest: Manifest, data: st
 
 def test_exact_coverage_is_green_and_ordered_by_window(manifest: Manifest,
                                                        write: Callable[..., Path]) -> None:
-    fake = write("fake.json", document(entry(manifest.get("fake-slurm"), manifest)))
+    fake = write("fake.json", document(manifest, entry(manifest.get("fake-slurm"), manifest)))
     docs = loaded([*lane_files(manifest, write), fake])
     model = merge.merge(docs, manifest=manifest,
                         expected=merge.expected_from_lane(manifest, "pr"))
@@ -451,7 +327,7 @@ def test_a_missing_job_is_a_problem_and_a_row(manifest: Manifest,
 def test_a_stack_reported_twice_is_a_problem(manifest: Manifest,
                                              write: Callable[..., Path]) -> None:
     paths = lane_files(manifest, write)
-    again = write("again.json", document(entry(manifest.get("slurm-22.05"), manifest)))
+    again = write("again.json", document(manifest, entry(manifest.get("slurm-22.05"), manifest)))
     model = merge.merge(loaded([*paths, again]), manifest=manifest,
                         expected=merge.expected_from_lane(manifest, "pr"))
     assert model.problems == (f"{again}: stack slurm-22.05: also reported by {paths[1]}; each "
@@ -461,7 +337,8 @@ def test_a_stack_reported_twice_is_a_problem(manifest: Manifest,
 
 def test_unexpected_stacks_are_problems_but_fakes_are_extra_rows(
         manifest: Manifest, write: Callable[..., Path]) -> None:
-    extra = write("full-only.json", document(entry(manifest.get("slurm-24.11"), manifest)))
+    extra = write("full-only.json",
+                  document(manifest, entry(manifest.get("slurm-24.11"), manifest)))
     model = merge.merge(loaded([*lane_files(manifest, write), extra]), manifest=manifest,
                         expected=merge.expected_from_lane(manifest, "pr"))
     assert model.problems == (f"{extra}: stack slurm-24.11: not in the pr lane of "
@@ -475,7 +352,7 @@ def test_pins_that_differ_from_the_manifest_are_named(manifest: Manifest,
     wrong["pins"]["build_arg.SLURM_VERSION"] = "22.05.8-4+deb12u2"
     del wrong["pins"]["base_image"]
     paths = lane_files(manifest, write, ["slurm-26.05", "htcondor-23.9"])
-    paths.append(write("old.json", document(wrong)))
+    paths.append(write("old.json", document(manifest, wrong)))
     model = merge.merge(loaded(paths), manifest=manifest,
                         expected=merge.expected_from_lane(manifest, "pr"))
     assert model.problems == (
@@ -490,7 +367,7 @@ def test_row_fields_that_differ_from_the_plan_are_named(manifest: Manifest,
     moved = entry(manifest.get("htcondor-23.9"), manifest)
     moved.update(transport="local", role="anchor")
     paths = [*lane_files(manifest, write, ["slurm-26.05", "slurm-22.05"]),
-             write("moved.json", document(moved))]
+             write("moved.json", document(manifest, moved))]
     model = merge.merge(loaded(paths), manifest=manifest,
                         expected=merge.expected_from_lane(manifest, "pr"))
     assert model.problems == (
@@ -500,11 +377,12 @@ def test_row_fields_that_differ_from_the_plan_are_named(manifest: Manifest,
 
 def test_lane_partial_and_exit_problems(manifest: Manifest,
                                         write: Callable[..., Path]) -> None:
-    canary = write("canary.json", document(entry(manifest.get("slurm-22.05"), manifest,
-                                                 lane="canary"), lane="canary", ci_lane="full"))
-    partial = write("partial.json", document(entry(manifest.get("slurm-26.05"), manifest),
-                                             partial=("-k 'outputs'",), exit_code=2,
-                                             scope=Scope(keyword="outputs")))
+    canary = write("canary.json", document(
+        manifest, entry(manifest.get("slurm-22.05"), manifest, lane="canary"), lane="canary",
+        ci_lane="full", plan=("slurm-22.05", plan_of(manifest, "pr"))))
+    partial = write("partial.json", document(
+        manifest, entry(manifest.get("slurm-26.05"), manifest), partial=("-k 'outputs'",),
+        exit_code=2, scope=Scope(keyword="outputs"), run_id="run-1"))
     paths = [canary, partial, *lane_files(manifest, write, ["htcondor-23.9"])]
     model = merge.merge(loaded(paths), manifest=manifest,
                         expected=merge.expected_from_lane(manifest, "pr"))
@@ -555,7 +433,7 @@ def test_capabilities_must_match_the_manifest(manifest: Manifest,
     wrong = entry(stack, manifest, outcomes={"outputs": "skipped"})
     wrong["capabilities"]["outputs"].update(offered=False, status="not-offered")
     wrong["verdict"] = "pass"  # as a run with a manifest without it would have said
-    path = write("h.json", document(wrong))
+    path = write("h.json", document(manifest, wrong))
     model = merge.merge([results.load(path)], manifest=manifest)
     assert model.problems == (f"{path}: stack htcondor-23.9: capability outputs is offered in "
                               f"the manifest but not in the results",)
@@ -566,10 +444,10 @@ def test_single_job_summary_checks_pins_and_verdict_but_not_coverage(
     [path] = lane_files(manifest, write, ["slurm-24.11"])
     model = merge.merge([results.load(path)], manifest=manifest)
     assert model.green and model.title == "single job" and model.rows[0].lane == "pr"
-    failing = write("f.json", document(entry(manifest.get("slurm-24.11"), manifest,
+    failing = write("f.json", document(manifest, entry(manifest.get("slurm-24.11"), manifest,
                                              outcomes={"submit": "failed"})))
     assert not merge.merge([results.load(failing)], manifest=manifest).green
-    unknown = document(entry(manifest.get("slurm-24.11"), manifest))
+    unknown = document(manifest, entry(manifest.get("slurm-24.11"), manifest))
     unknown["stacks"][0]["name"] = "slurm-99"
     model = merge.merge([results.load(write("u.json", unknown))], manifest=manifest)
     assert model.problems[0].endswith("stack slurm-99: not in manifest "
@@ -612,7 +490,7 @@ def test_bad_matrix_files_are_refused(tmp_path: Path, content: str, expected: st
 
 
 def _failing_model(manifest: Manifest, write: Callable[..., Path]) -> merge.Compatibility:
-    evil = "<script>alert(1)</script>|x"
+    evil = "slurm-22.05-<script>alert(1)</script>|x"
     stack = manifest.get("slurm-22.05")
     bad = entry(stack, manifest, outcomes={"outputs": "failed"},
                 messages={"outputs": "assert '<b>' == 'a|b'\nsecond line"})
@@ -620,7 +498,7 @@ def _failing_model(manifest: Manifest, write: Callable[..., Path]) -> merge.Comp
         if test["outcome"] == "failed":
             test["nodeid"] = f"tests/test_x.py::test_y[{evil}]"
     bad["capabilities"]["outputs"]["failed"] = [f"tests/test_x.py::test_y[{evil}]"]
-    paths = [write("bad.json", document(bad)),
+    paths = [write("bad.json", document(manifest, bad)),
              *lane_files(manifest, write, ["htcondor-23.9"])]
     return merge.merge(loaded(paths), manifest=manifest,
                        expected=merge.expected_from_lane(manifest, "pr"))
@@ -641,14 +519,15 @@ def test_markdown_has_the_verdict_the_table_and_the_problems(
     header, *rows = _table(text)
     assert [c.strip() for c in header][-4:] == ["submit", "status", "outputs",
                                                 "outputs.repeatable"]
-    assert [[c.strip() for c in r][:6] for r in rows] == [
-        ["slurm", "22.05.8", "anchor", "slurm-22.05", "pr · compose · local · single-node",
-         "❌ fail"],
+    assert [[c.strip() for c in r][:7] for r in rows] == [
+        ["slurm", "22.05.8 observed via the local client", "anchor", "slurm-22.05",
+         "pr · compose · local · single-node", "the default tests · 0 deselected", "❌ fail"],
         ["slurm", "26.05.5", "leading-edge", "slurm-26.05", "pr · compose · local · "
-                                                            "single-node", "⛔ missing"],
-        ["htcondor", "23.9.6", "leading-edge", "htcondor-23.9", "pr · compose · bindings · "
-                                                                "single-node", "✅ pass"]]
-    assert [c.strip() for c in rows[0][6:]] == ["✅ pass 1", "✅ pass 1", "❌ fail 1/1",
+                                                            "single-node", "no run", "⛔ missing"],
+        ["htcondor", "23.9.6 observed via the bindings client", "leading-edge", "htcondor-23.9",
+         "pr · compose · bindings · single-node", "the default tests · 0 deselected",
+         "✅ pass"]]
+    assert [c.strip() for c in rows[0][7:]] == ["✅ pass 1", "✅ pass 1", "❌ fail 1/1",
                                                 "✅ pass 1"]
     assert "### Problems (2)" in lines
     assert "&lt;script&gt;alert(1)&lt;/script&gt;\\|x" in text and "<script>" not in text
@@ -664,7 +543,8 @@ def test_html_is_one_escaped_self_contained_page(manifest: Manifest,
     assert "<tr class=\"row verdict-fail\" data-stack=\"slurm-22.05\">" in page
     assert ("<td class=\"cell fail\" data-capability=\"outputs\"><details><summary>fail 1/1"
             "</summary>") in page
-    assert "<code>tests/test_x.py::test_y[&lt;script&gt;alert(1)&lt;/script&gt;|x]</code>" in page
+    assert ("<code>tests/test_x.py::test_y[slurm-22.05-&lt;script&gt;alert(1)&lt;/script&gt;|x]"
+            "</code>") in page
     assert "<pre>assert &#x27;&lt;b&gt;&#x27; == &#x27;a|b&#x27;\nsecond line</pre>" in page
     assert "<p id=\"overall\" class=\"overall not-green\">NOT GREEN: pr lane" in page
     assert page.count("<li><span class=") == len(render.LEGEND)
@@ -765,8 +645,11 @@ def test_single_and_matrix_modes(run: Callable[..., tuple[int, str, str]],
     matrix.write_text(json.dumps(ci.matrix(manifest, "full")))
     code, out, err = run(str(one), "--matrix", str(matrix), "--format", "json")
     data = json.loads(out)
-    assert code == 1 and data["green"] is False and len(data["problems"]) == 4
+    assert code == 1 and data["green"] is False and len(data["problems"]) == 5
     assert "stack slurm-22.05: no results" in err
+    assert "stack slurm-24.11: $.run.plan is null: the run answers no row of the full lane's " \
+           "plan; run it as the row's job does: PYTEST_STACKS_CI_LANE=full " \
+           "PYTEST_STACKS_CI_STACK=slurm-24.11 PYTEST_STACKS_CI_PLAN=" in err
 
 
 @pytest.mark.parametrize("argv", [("--single", "--lane", "pr"), ()])
@@ -799,8 +682,8 @@ def _planned_lane(manifest: Manifest, write: Callable[..., Path], ran: Scope,
     """The pr lane with every job running the scope ``ran``, checked against a matrix whose
     rows were planned with ``plan``."""
     rows = ci.matrix(manifest, "pr", plan)
-    paths = [write(f"{name}.json", document(entry(manifest.get(name), manifest),
-                                            partial=reasons, scope=ran))
+    paths = [write(f"{name}.json", document(manifest, entry(manifest.get(name), manifest),
+                                            partial=reasons, scope=ran, planned_tests=plan))
              for name in PR]
     path = paths[0].parent / "matrix.json"
     path.write_text(json.dumps(rows))
@@ -850,7 +733,7 @@ def test_one_jobs_summary_takes_the_scope_its_plan_named(
     """The row a stack job writes to its own summary (stacks.yml): seen under act, a job that
     ran exactly its planned tests was called partial, because --single knew no plan."""
     name = PR[0]
-    path = write(f"{name}.json", document(
+    path = write(f"{name}.json", document(manifest,
         entry(manifest.get(name), manifest), partial=("only tests/contract tests/backend",),
         scope=Scope(paths=("tests/contract", "tests/backend"))))
     code, _, err = run(str(path), "--single", "--format", "json")
@@ -902,23 +785,48 @@ def test_a_cell_shows_the_tests_skipped_at_run_time() -> None:
     assert merge.Cell("not-offered", skipped=4).text == "not offered"
 
 
-def test_a_fake_stacks_observed_version_is_said_to_be_simulated() -> None:
+def test_a_fakes_version_is_what_it_claims_never_observed() -> None:
+    """A double echoes its pin: its version proves nothing about a daemon, and no rendering
+    may call it observed."""
     fake = merge.Row("fake-slurm", "slurm", "24.11.5", "leading-edge", "pr", "fake", "local",
                      "single-node", True, "pass", observed_daemon="24.11.5")
-    real = merge.Row("slurm-24.11", "slurm", "24.11.5", "leading-edge", "pr", "compose",
-                     "local", "single-node", False, "pass", observed_daemon="24.11.5")
-    assert fake.observed == "24.11.5 (pinned, simulated)" and real.observed == "24.11.5"
-    model = merge.Compatibility("t", None, (), (fake, real), (), ())
-    assert "24.11.5 (simulated)" in render.markdown(model)
-    assert "observed 24.11.5 (pinned, simulated)" in render.html_page(model)
-    assert render.to_dict(model)["rows"][0]["observed"]["simulated"] is True
+    model = merge.Compatibility("t", None, (), (fake,), (), ())
+    [row] = _table(render.markdown(model))[1:]
+    assert row[1].strip() == "24.11.5 (fake, claims 24.11.5)"
+    page = render.html_page(model)
+    assert "fake, claims 24.11.5" in page and "observed 24.11.5" not in page
+    data = render.to_dict(model)["rows"][0]
+    assert data["observed"] is None
+    assert data["claimed"] == {"daemon": "24.11.5", "client": ""}
+
+
+def test_the_version_cell_shows_the_observed_daemon_and_the_client_that_saw_it() -> None:
+    """An existing site on 22.05.11 under a range read "24.11.5 pass" (the manifest's pin):
+    the cell must say what the run saw, and through which client."""
+    site = merge.Row("site-slurm", "slurm", "24.11.5", "leading-edge", "site", "existing",
+                     "ssh", "site", False, "pass", observed_daemon="22.05.11",
+                     observed_client="22.05.11")
+    pinned = merge.Row("slurm-24.11", "slurm", "24.11.5", "leading-edge", "pr", "compose",
+                       "local", "single-node", False, "pass", observed_daemon="24.11.5",
+                       observed_client="24.11.5")
+    model = merge.Compatibility("t", None, (), (site, pinned), (), ())
+    rows = _table(render.markdown(model))[1:]
+    assert [r[1].strip() for r in rows] == [
+        "22.05.11 observed via the ssh client 22.05.11 (pin 24.11.5)",
+        "24.11.5 observed via the local client 24.11.5"]
+    page = render.html_page(model)
+    assert "<td class=\"version\">22.05.11 observed via the ssh client 22.05.11 (pin " \
+           "24.11.5)</td>" in page
+    data = render.to_dict(model)["rows"][0]
+    assert data["observed"] == {"daemon": "22.05.11", "client": "22.05.11"}
+    assert "claimed" not in data
 
 
 def test_the_report_names_the_recording_each_fake_was_checked_against(
         manifest: Manifest, write: Callable[..., Path]) -> None:
     stack = entry(manifest.get("htcondor-23.9"), manifest)
     stack["parity"] = "checked against htcondor-23.9 23.9.6 recorded 2026-12-02T00:57:00Z (passed)"
-    model = merge.merge(loaded([write("one.json", document(stack))]), manifest=manifest)
+    model = merge.merge(loaded([write("one.json", document(manifest, stack))]), manifest=manifest)
     text = render.markdown(model)
     assert ("- htcondor-23.9: checked against htcondor-23.9 23.9.6 recorded "
             "2026-12-02T00:57:00Z (passed)") in text.splitlines()
@@ -926,4 +834,4 @@ def test_the_report_names_the_recording_each_fake_was_checked_against(
     assert render.to_dict(model)["rows"][0]["parity"].endswith("(passed)")
     plain = entry(manifest.get("htcondor-23.9"), manifest)
     assert "### Parity" not in render.markdown(
-        merge.merge(loaded([write("two.json", document(plain))]), manifest=manifest))
+        merge.merge(loaded([write("two.json", document(manifest, plain))]), manifest=manifest))
