@@ -35,12 +35,12 @@ def refusals(recording: Recording, path: Path, against: str, manifest: Manifest)
     elif provider not in REAL_PROVIDERS:
         problems.append(f"{where}: provenance.provider {provider!r} is none of "
                         f"{', '.join(sorted(REAL_PROVIDERS))}; {fix}")
-    if recording.stack != against:
-        problems.append(f"{where} is a recording of {recording.stack}, not of {against} (whose "
-                        f"recording this file must be); {fix}")
     recorded = _real(manifest, recording.stack)
     if isinstance(recorded, str):
         problems.append(f"{where}: {recorded}; {fix}")
+    elif recording.stack != against:
+        problems.append(f"{where} is a recording of {recording.stack}, not of {against} (whose "
+                        f"recording this file must be); {fix}")
     real = _real(manifest, against)
     if isinstance(real, str):
         problems.append(f"{where}: {real}: pair the fake with a real stack in parity.yaml")

@@ -16,7 +16,6 @@ from typing import Any
 
 from pytest_stacks.parity.fields import fields, label
 
-
 #: How a field that one side does not have is shown, and named in a declaration's values.
 ABSENT = "(absent)"
 

@@ -36,7 +36,7 @@ def read_declared(entries: Any, path: Path) -> tuple[list[Declared], list[str]]:
     problems: list[str] = []
     for index, entry in enumerate(entries or []):
         where = f"{path}: declared[{index}]"
-        if not isinstance(entry, dict) or not _REQUIRED <= set(entry) or (
+        if not isinstance(entry, dict) or not set(entry) >= _REQUIRED or (
                 set(entry) - _REQUIRED - _OPTIONAL):
             problems.append(f"{where} needs backend, call, fields and reason (and may name a "
                             f"step, the field all of its fields are under, and the values "
