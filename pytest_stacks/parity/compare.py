@@ -27,9 +27,9 @@ class Declared:
     ``response.stdout.json.jobs[*].account``); a field pattern also covers everything under
     that field.
 
-    ``real`` and ``fake`` scope it by value: the values each side may show there (None: any,
-    as before scopes; ``None`` in the set: the field is absent). A scoped declaration excuses
-    a difference only when both values are in its scope, so a fake cannot hide a wrong answer
+    ``real`` and ``fake`` scope it by value: the values each side may show there (None: any
+    value; ``None`` in the set: the field is absent). A scoped declaration excuses a
+    difference only when both values are in its scope, so a fake cannot hide a wrong answer
     under a race of the real side: the fake's side is what the double answers, which is
     deterministic, and the real side stays open where the daemon races."""
 
