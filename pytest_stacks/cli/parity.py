@@ -4,6 +4,9 @@ parity check (``tests/parity``), written beside the parity file the fakes are ch
 It is a pytest run of the parity test on that one stack (the stack comes up, is proven, and
 goes down as in any run); the test writes the recording before it compares the fakes that
 claim the stack, so a new daemon's recording is kept even when a fake no longer matches it.
+
+Only a real stack is recorded: a fake is what recordings hold to account, so ``record`` on one
+is refused before anything starts (and an unknown name, as under pytest's ``--stack``).
 """
 
 from __future__ import annotations
@@ -15,11 +18,20 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from pytest_stacks.cli.common import manifest_path
-from pytest_stacks.errors import StacksError
+from pytest_stacks.cli.common import manifest, manifest_path
+from pytest_stacks.errors import StacksError, UnknownStackError
+from pytest_stacks.selection import unknown_stack_message
 
 
 def cmd_record(args: argparse.Namespace) -> int:
+    loaded = manifest(args)
+    if args.name not in loaded.names():
+        raise UnknownStackError(unknown_stack_message(args.name, loaded.names(), loaded))
+    if loaded.get(args.name).provider == "fake":
+        raise StacksError(f"{args.name} is a fake stack: a recording is a real daemon's "
+                          f"answers, which the fakes are checked against, so nothing was "
+                          f"started. Record the real stack it is paired with in "
+                          f"{Path(args.tests) / 'parity.yaml'} instead")
     tests = Path(args.tests)
     parity_file = tests / "parity.yaml"
     if not parity_file.is_file():

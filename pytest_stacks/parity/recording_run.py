@@ -6,6 +6,7 @@ from pathlib import Path
 
 from pytest_stacks.contract import JobClient, Tappable
 from pytest_stacks.errors import StacksError
+from pytest_stacks.parity.provenance import Provenance
 from pytest_stacks.parity.scenario import run_scenario
 from pytest_stacks.parity.store import Recording
 from pytest_stacks.parity.tap import Recorder
@@ -16,11 +17,14 @@ class NotTappable(StacksError):
 
 
 def record(client: JobClient, *, stack: str, backend: str, run_dir: Path,
-           timeout: float, capabilities: frozenset[str] | None = None) -> Recording:
+           timeout: float, provider: str, capabilities: frozenset[str] | None = None,
+           run_id: str | None = None) -> Recording:
     """Run the scenario through ``client.tapped`` and return the normalised recording.
 
     ``run_dir`` holds the outputs fetched; it and the stack's name become placeholders (a
     driver's local folders are named after its stack, which a fake and a daemon do not share).
+    ``provider`` (the stack's: ``fake`` for a fake) and ``run_id`` go into its provenance, so
+    a fake's own recording can never pass for a daemon's.
     """
     if not isinstance(client, Tappable):
         raise NotTappable(f"the client of {stack} ({type(client).__name__}) has no tapped(): "
@@ -33,4 +37,5 @@ def record(client: JobClient, *, stack: str, backend: str, run_dir: Path,
     # Names the client made up for its run (a Kubernetes namespace, its jobs' prefix).
     made: dict[str, str] = getattr(tapped, "parity_names", dict)()
     return Recording.of(stack, backend, client.versions(), recorder,
-                        {str(run_dir): "<run_dir>", stack: "<stack>", **made})
+                        {str(run_dir): "<run_dir>", stack: "<stack>", **made},
+                        Provenance.now(provider, run_id))

@@ -12,7 +12,11 @@ The parity file (``tests/parity/parity.yaml`` in this repository)::
         call: "run: squeue --json*"
         under: "response.stdout.json.jobs[*]"   # optional: the fields below are under it
         fields: [account, job_resources]         # each covers everything under it
+        fake: ["(absent)"]     # optional, with real: the values each side may show there
+        real: "*"
         reason: why the fake does not answer this as the daemon does
+
+(:mod:`.declarations` reads the ``declared:`` entries.)
 """
 
 from __future__ import annotations
@@ -28,7 +32,9 @@ import yaml
 
 from pytest_stacks.errors import ManifestError
 from pytest_stacks.parity.compare import Declared
+from pytest_stacks.parity.declarations import read_declared
 from pytest_stacks.parity.normalise import Normaliser
+from pytest_stacks.parity.provenance import Provenance
 from pytest_stacks.parity.tap import Recorder
 
 FORMAT = 1
@@ -40,11 +46,14 @@ class Recording:
     backend: str
     versions: dict[str, str]
     recorded_at: str
+    #: What made it (:mod:`.provenance`); :mod:`.admission` decides whether a fake may be
+    #: held to it.
+    provenance: Provenance
     steps: list[dict[str, Any]]
 
     @classmethod
     def of(cls, stack: str, backend: str, versions: Mapping[str, str], recorder: Recorder,
-           roots: Mapping[str, str]) -> Recording:
+           roots: Mapping[str, str], provenance: Provenance) -> Recording:
         """The recorder's steps, normalised (nothing run-specific is kept)."""
         normalise = Normaliser(recorder.job_ids, roots)
         # Requests first: the names the driver made (work folders) are numbered in the order
@@ -55,7 +64,7 @@ class Recording:
         steps = [{"name": s.name, "exchanges": [normalise(e.to_json()) for e in s.exchanges]}
                  for s in recorder.steps]
         return cls(stack, backend, dict(versions),
-                   time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), steps)
+                   time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), provenance, steps)
 
     def write(self, path: Path) -> Path:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -75,7 +84,8 @@ class Recording:
                                  f"again with `pytest-stacks record STACK`"])
         try:
             return cls(str(data["stack"]), str(data["backend"]), dict(data["versions"]),
-                       str(data["recorded_at"]), list(data["steps"]))
+                       str(data["recorded_at"]), Provenance.read(data.get("provenance")),
+                       list(data["steps"]))
         except (KeyError, TypeError, ValueError) as exc:
             raise ManifestError([f"{path}: field {exc} is missing or malformed; make the "
                                  f"recording again with `pytest-stacks record STACK`"]) from exc
@@ -122,28 +132,8 @@ def read_parity_file(path: Path) -> ParityFile:
                             f"options")
             continue
         pairings[str(fake)] = Pairing(str(fake), entry["against"], dict(options))
-    declared: list[Declared] = []
-    for index, entry in enumerate(data.get("declared") or []):
-        keys = {"backend", "call", "fields", "reason"}
-        if not isinstance(entry, dict) or not keys <= set(entry) or (
-                set(entry) - keys - {"step", "under"}):
-            problems.append(f"{path}: declared[{index}] needs backend, call, fields and reason "
-                            f"(and may name a step, and the field all of its fields are under)")
-            continue
-        if not str(entry["reason"]).strip():
-            problems.append(f"{path}: declared[{index}].reason is empty: say why the fake "
-                            f"differs on purpose")
-            continue
-        fields = entry["fields"]
-        if not isinstance(fields, list) or not fields or not all(
-                isinstance(f, str) and f for f in fields):
-            problems.append(f"{path}: declared[{index}].fields must be a list of field paths "
-                            f"('*' matches anything), as a difference names them")
-            continue
-        under = str(entry.get("under", ""))
-        declared.append(Declared(str(entry["backend"]), str(entry["call"]),
-                                 tuple(f"{under}.{f}" if under else f for f in fields),
-                                 str(entry["reason"]), str(entry.get("step", "*"))))
+    declared, wrong = read_declared(data.get("declared"), path)
+    problems += wrong
     if problems:
         raise ManifestError(problems)
     return ParityFile(path, pairings, declared)

@@ -6,6 +6,11 @@ so this runs in the fake lane, every minute, without Docker. On a real stack: th
 recorded afresh (written under ``$PYTEST_STACKS_RECORD_TO``, default
 ``.pytest-stacks/recordings``; CI uploads it) and compared at once with each fake that claims
 this stack, so a pin that moves turns this red in its own PR, with the diff.
+
+A committed recording is trusted only when it says it came from the real stack it is filed
+under, at that stack's pinned version, made by this scenario (pytest_stacks.parity.admission).
+A declaration that excused nothing is said in the report, never failed on: a race of the real
+side need not happen in one run.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ import pytest
 
 from pytest_stacks.contract import JobClient
 from pytest_stacks.manifest import Stack
+from pytest_stacks.parity.admission import refusals
 from pytest_stacks.parity.compare import compare
 from pytest_stacks.parity.recording_run import NotTappable, record
 from pytest_stacks.parity.store import Pairing, ParityFile, Recording, read_parity_file
@@ -35,13 +41,15 @@ def _fake_run(fake: Stack, pairing: Pairing, run_dir: Path) -> Recording:
     client, _logs, close = fake_factory(configured)(configured, run_dir)
     try:
         return record(client, stack=fake.name, backend=fake.backend, run_dir=run_dir,
-                      timeout=fake.timeouts.job, capabilities=fake.capabilities)
+                      timeout=fake.timeouts.job, capabilities=fake.capabilities,
+                      provider=fake.provider)
     finally:
         close()
 
 
-def _check(parity: ParityFile, fake: Stack, real: Recording, run_dir: Path) -> str:
-    """"" when the fake answered as the recording says, else the readable diff."""
+def _check(parity: ParityFile, fake: Stack, real: Recording, run_dir: Path) -> tuple[str, str]:
+    """The readable diff ("" when the fake answered as the recording says), and what the
+    report says of the declarations that excused nothing ("" when none)."""
     pairing = parity.pairings[fake.name]
     answered = _fake_run(fake, pairing, run_dir)
     # The daemons' versions must agree; a client's may differ on purpose (the LTS-client
@@ -49,14 +57,16 @@ def _check(parity: ParityFile, fake: Stack, real: Recording, run_dir: Path) -> s
     if answered.versions.get("daemon") != real.versions.get("daemon"):
         return (f"{fake.name} claims daemon {answered.versions.get('daemon')}, but the "
                 f"recording of {real.stack} is of {real.versions.get('daemon')}: record it "
-                f"again, or move the fake's pin with the daemon's")
+                f"again, or move the fake's pin with the daemon's"), ""
     comparison = compare(fake.backend, real.steps, answered.steps, parity.declared)
+    stale = (f"{fake.name}: {len(comparison.stale)} declaration(s) excused nothing "
+             f"({', '.join(d.name for d in comparison.stale)})" if comparison.stale else "")
     if comparison.same:
-        return ""
+        return "", stale
     return comparison.render(
         f"{fake.name} does not answer as {real.stack} {real.versions} did (recorded "
         f"{real.recorded_at}); update the fake with the daemon, or declare the difference "
-        f"with its reason in {PARITY_FILE.name}:")
+        f"with its reason in {PARITY_FILE.name}:"), stale
 
 
 @pytest.mark.requires(*CAPABILITIES)
@@ -64,6 +74,8 @@ def test_the_fake_answers_as_its_daemon(
         request: pytest.FixtureRequest, stack: Stack, backend: JobClient, tmp_path: Path,
         record_property: pytest.RecordProperty) -> None:
     parity = read_parity_file(PARITY_FILE)
+    manifest = state(request.config).manifest
+    assert manifest is not None
     if stack.provider == "fake":
         pairing = parity.pairings.get(stack.name)
         assert pairing is not None, (
@@ -74,26 +86,31 @@ def test_the_fake_answers_as_its_daemon(
             f"no recording of {pairing.against} at {path}: make it with "
             f"`pytest-stacks record {pairing.against}` (it needs a Docker engine)")
         real = Recording.read(path)
-        record_property("pytest-stacks:parity",
-                        f"checked against {real.stack} {real.versions.get('daemon', '')} "
-                        f"recorded {real.recorded_at}")
-        diff = _check(parity, stack, real, tmp_path / "fake")
+        checked = (f"checked against {real.stack} {real.versions.get('daemon', '')} "
+                   f"recorded {real.recorded_at}")
+        record_property("pytest-stacks:parity", checked)
+        refused = refusals(real, path, pairing.against, manifest)
+        assert not refused, "\n".join(refused)
+        diff, stale = _check(parity, stack, real, tmp_path / "fake")
+        record_property("pytest-stacks:parity", "; ".join(filter(None, [checked, stale])))
         assert not diff, diff
         return
+    pool = state(request.config).pool
     try:
         fresh = record(backend, stack=stack.name, backend=stack.backend,
                        run_dir=tmp_path / "real", timeout=stack.timeouts.job,
-                       capabilities=stack.capabilities)
+                       capabilities=stack.capabilities, provider=stack.provider,
+                       run_id=pool.ctx.run_id if pool is not None else None)
     except NotTappable as exc:
         pytest.skip(str(exc))
     target = Path(os.environ.get("PYTEST_STACKS_RECORD_TO", ".pytest-stacks/recordings"))
     written = fresh.write(target / f"{stack.name}.json")
     record_property("pytest-stacks:parity", f"recorded to {written}")
-    manifest = state(request.config).manifest
-    assert manifest is not None
     fakes = [s for s in manifest.stacks if s.name in
              {p.fake for p in parity.fakes_of(stack.name)}]
     if not fakes:
         pytest.skip(f"recorded to {written}; no fake claims {stack.name} in {PARITY_FILE.name}")
-    diffs = [_check(parity, fake, fresh, tmp_path / fake.name) for fake in fakes]
-    assert not any(diffs), "\n\n".join(d for d in diffs if d)
+    checks = [_check(parity, fake, fresh, tmp_path / fake.name) for fake in fakes]
+    record_property("pytest-stacks:parity", "; ".join(
+        [f"recorded to {written}", *(stale for _diff, stale in checks if stale)]))
+    assert not any(diff for diff, _stale in checks), "\n\n".join(d for d, _s in checks if d)

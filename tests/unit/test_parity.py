@@ -12,6 +12,7 @@ from pytest_stacks.manifest import load
 from pytest_stacks.parity.compare import Declared, compare
 from pytest_stacks.parity.fields import fields, label
 from pytest_stacks.parity.normalise import Normaliser
+from pytest_stacks.parity.provenance import Provenance
 from pytest_stacks.parity.recording_run import NotTappable, record
 from pytest_stacks.parity.store import Recording, read_parity_file
 from pytest_stacks.parity.tap import Recorder, as_data
@@ -123,9 +124,9 @@ def test_only_a_declared_difference_is_excused() -> None:
 
 def test_a_declared_field_covers_everything_under_it_and_nothing_beside_it() -> None:
     declared = [Declared("slurm", "*", ("response.jobs[*].exit",), "r")]
-    assert declared[0].excuses("slurm", "s", "c", "response.jobs[3].exit.signal.name")
-    assert declared[0].excuses("slurm", "s", "c", "response.jobs[0].exit[1]")
-    assert not declared[0].excuses("slurm", "s", "c", "response.jobs[0].exit_code")
+    assert declared[0].covers("slurm", "s", "c", "response.jobs[3].exit.signal.name")
+    assert declared[0].covers("slurm", "s", "c", "response.jobs[0].exit[1]")
+    assert not declared[0].covers("slurm", "s", "c", "response.jobs[0].exit_code")
 
 
 def test_another_request_or_step_is_a_difference_too() -> None:
@@ -150,7 +151,8 @@ def test_a_bad_parity_file_names_the_file_the_field_and_the_fix(tmp_path: Path) 
         f"is checked against",
         f"{path}: declared[0].reason is empty: say why the fake differs on purpose",
         f"{path}: declared[1] needs backend, call, fields and reason (and may name a step, "
-        f"and the field all of its fields are under)",
+        f"the field all of its fields are under, and the values each side may show: real "
+        f"and fake)",
         f"{path}: declared[2].fields must be a list of field paths ('*' matches anything), as "
         f"a difference names them"]
     path.write_text("fake: {}\n")
@@ -184,7 +186,7 @@ def _fake_recording(name: str, tmp_path: Path, **options: object) -> Recording:
     client, _logs, close = fake_factory(stack)(stack, tmp_path / name)
     try:
         return record(client, stack=name, backend=stack.backend, run_dir=tmp_path / name,
-                      timeout=30)
+                      timeout=30, provider=stack.provider)
     finally:
         close()
 
@@ -204,7 +206,7 @@ def test_two_runs_of_the_scenario_record_the_same_and_another_version_does_not(
 def test_a_client_that_cannot_be_tapped_is_said_so(tmp_path: Path) -> None:
     with pytest.raises(NotTappable, match="has no tapped"):
         record(object(), stack="s", backend="slurm",  # type: ignore[arg-type]
-               run_dir=tmp_path, timeout=1)
+               run_dir=tmp_path, timeout=1, provider="fake")
 
 
 def test_the_recorder_keeps_only_the_last_round_of_a_wait() -> None:
@@ -234,8 +236,10 @@ def test_a_listing_is_ordered_by_job_and_a_runs_folder_is_named() -> None:
 def test_a_recording_reads_back_as_it_was_written(tmp_path: Path) -> None:
     steps = [{"name": "s", "exchanges": [{"call": "run", "request": {"args": [["x"] * 40]},
                                           "response": {"set": True, "number": 0}}]}]
-    written = Recording("s", "slurm", {"daemon": "1"}, "t", steps).write(tmp_path / "r.json")
-    assert Recording.read(written) == Recording("s", "slurm", {"daemon": "1"}, "t", steps)
+    made = Provenance("compose", "sha256:0123456789abcdef", "0.1.0", "20261202005642-e3923f88")
+    written = Recording("s", "slurm", {"daemon": "1"}, "t", made, steps).write(
+        tmp_path / "r.json")
+    assert Recording.read(written) == Recording("s", "slurm", {"daemon": "1"}, "t", made, steps)
     assert '"response": {"set": true, "number": 0}' in written.read_text()  # one line
 
 
