@@ -10,9 +10,8 @@ import pytest
 
 from pytest_stacks import signals
 from pytest_stacks.errors import INFRA_PREFIX, InfrastructureError, Problem
-from pytest_stacks.lifecycle import StackRecord
 from pytest_stacks.manifest import Stack
-from pytest_stacks.plugin import outcomes
+from pytest_stacks.plugin import outcomes, summary
 from pytest_stacks.plugin.bringup import only_looking
 from pytest_stacks.plugin.fixtures import HANDLES
 from pytest_stacks.plugin.state import (
@@ -318,10 +317,10 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int,
     if not current.explicit and not sum(current.seen.values()):
         return  # the default fake selection, and no test used a stack: nothing to report
     tr = terminalreporter
-    said_above = _infra_section(tr)
+    said_above = summary.infra_section(tr)
     tr.section("pytest-stacks")
     for stack in current.selected:
-        line = _stack_line(current, stack)
+        line = summary.stack_line(current, stack)
         if stack.name in said_above:
             tr.write_line(f"{line} INFRASTRUCTURE ERROR (above)", red=True)
         elif stack.name in current.infra:
@@ -333,83 +332,7 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int,
                   f"{current.deselected} test(s) deselected")
     for note in current.notes:
         tr.write_line(str(note), yellow=note.kind == "unproven")
-    _fail_closed(tr, current)
+    summary.fail_closed(tr, current)
     if current.closing_problems:
         # The closing line ("5 passed, 1 fail-closed in 0.3s") says why the run failed.
         tr.stats.setdefault("fail-closed", []).extend(current.closing_problems)
-
-
-def _fail_closed(tr: Any, current: State) -> None:
-    """Each problem that fails the run closed, a line each; under ``-q`` their count and
-    where to read them (the results file lists every one), so a quiet run stays short."""
-    problems = current.closing_problems
-    if tr.config.get_verbosity() < 0 and len(problems) > 1:
-        path = outcomes.results_path(tr.config)
-        where = f", or read each stack's \"problems\" in {path}" if path is not None else ""
-        tr.write_line(f"FAIL-CLOSED: {len(problems)} problems; run without -q to see "
-                      f"them{where}", red=True, bold=True)
-        return
-    for problem in problems:
-        tr.write_line(f"FAIL-CLOSED: {problem}", red=True, bold=True)
-
-
-def _infra_section(tr: Any) -> set[str]:
-    """One paragraph per broken stack: its reason and its logs once, how many tests it cost
-    (listed under -v), never the same error once per test. Returns the stacks said, so the
-    summary below points here instead of saying it again."""
-    infra_reports = tr.stats.get("infra", [])
-    if not infra_reports:
-        return set()
-    tr.section("stack infrastructure errors (not test failures)", red=True)
-    by_stack: dict[str, list[Any]] = {}
-    for rep in infra_reports:
-        by_stack.setdefault(str(dict(rep.user_properties).get(PROP_STACK, "?")), []).append(rep)
-    for name, reports in by_stack.items():
-        reasons = dict.fromkeys(str(dict(r.user_properties).get(PROP_INFRA, r.longrepr))
-                                for r in reports)
-        tr.write_sep("-", f"stack {name}: {len(reports)} test(s) hit an infrastructure error")
-        for reason in reasons:
-            tr.write_line(f"{INFRA_PREFIX}: stack {name!r}: {reason}", red=True)
-        if tr.config.get_verbosity() > 0:
-            for rep in reports:
-                tr.write_line(f"  {rep.nodeid}")
-        first = reports[0]
-        for title, content in first.sections:
-            if title.startswith(f"stack {name}"):
-                tr.write_sep("-", title)
-                tr.write_line(content[-8000:])
-    return set(by_stack)
-
-
-def _components(stack: Stack, record: StackRecord) -> str:
-    """Each component's version as the stack reported it (a canary may float it), where the
-    provider recorded one (``<component>_version`` among the endpoints)."""
-    said = ""
-    for component, pinned in sorted(stack.components.items()):
-        observed = record.info.endpoints.get(f"{component}_version", "")
-        if observed:
-            said += f", {component} {observed}" + ("" if observed == pinned
-                                                  else f" (pinned {pinned})")
-    return said
-
-
-def _stack_line(current: State, stack: Stack) -> str:
-    record = current.records.get(stack.name)
-    versions = ""
-    if record is not None and record.observed_version and stack.is_fake:
-        versions = f" {claimed(record.observed_version)}"
-        versions += f", up in {record.startup_s:.1f}s" if not record.info.kept else ""
-    elif record is not None and record.observed_version:
-        versions = f" daemon {record.observed_version}"
-        if current.pool is not None and current.pool.ctx.lane == "canary":
-            versions += (" (canary: as pinned)" if record.observed_version == stack.version
-                         else f" (canary: floated from pin {stack.version})")
-        if record.client_version:
-            versions += f", client {record.client_version}"
-        versions += _components(stack, record)
-        if record.info.kept:
-            versions += ", borrowed from `pytest-stacks up`"
-        else:
-            versions += f", up in {record.startup_s:.1f}s"
-    return (f"{stack.name} ({stack.backend} {stack.version}, {stack.provider}):{versions} "
-            f"{current.ran[stack.name]} test(s) ran")

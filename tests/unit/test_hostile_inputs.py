@@ -31,6 +31,7 @@ from pytest_stacks.manifest import load
 from pytest_stacks.providers import kind_owners, reaper
 from pytest_stacks.providers.base import RunContext
 from pytest_stacks.verdicts import merge, render, results
+from tests.unit.results_docs import derived, document
 
 REPO = Path(__file__).resolve().parents[2]
 SECRET = "SUPERSECRET-0123456789"
@@ -129,25 +130,14 @@ def test_down_still_ends_a_run_kept_in_its_own_folder(
 
 
 def _results_doc(startup: Any = 1.5) -> dict[str, Any]:
-    """A valid results document: one fake stack whose one test was skipped."""
-    return {
-        "schema": "pytest-stacks/results", "schema_version": 2,
-        "run": {"run_id": "run-1", "lane": "pinned", "ci_lane": None,
-                "started": "2025-06-01T10:00:00+00:00", "finished": "2025-06-01T10:05:00+00:00",
-                "manifest": "manifest.yaml", "partial": False, "partial_reasons": [],
-                "scope": {"paths": [], "keyword": "", "markexpr": "", "other": []},
-                "pytest_exit": 0, "pytest_stacks_version": "0.1.0", "collected": ["t::a"],
-                "deselected": 0},
-        "stacks": [{
-            "name": "fake-slurm", "backend": "slurm", "version": "24.11.5",
-            "provider": "fake", "transport": "local", "configuration": "single-node",
-            "role": "supported", "fake": True, "pins": {},
-            "observed": {"daemon": "", "client": ""}, "startup_s": startup,
-            "verdict": "not-run", "infra": None, "problems": [],
-            "capabilities": {"submit": {"offered": True, "status": "unproven", "passed": [],
-                                        "failed": [], "skipped": ["t::a"], "infra": []}},
-            "tests": [{"nodeid": "t::a", "outcome": "skipped", "duration_s": 0.1,
-                       "requires": ["submit"], "identities": [], "message": "skipped"}]}]}
+    """A valid results document of this checkout: one fake stack whose one test was skipped."""
+    manifest = load(REPO / "manifest.yaml")
+    stack = derived(manifest.get("fake-slurm"), manifest, [
+        {"nodeid": "tests/contract/test_job_contract.py::test_job_runs_to_completion"
+                   "[fake-slurm]", "outcome": "skipped", "duration_s": 0.1,
+         "requires": ["submit"], "identities": [], "message": "skipped"}])
+    stack["startup_s"] = startup
+    return document(manifest, stack, ci_lane=None)
 
 
 @pytest.mark.parametrize("same", ["as given", "another spelling", "a hard link",

@@ -160,7 +160,7 @@ def test_the_canary_floats_a_kubernetes_pin_and_the_pins_checks_follow(
 
 def test_the_summary_line_says_the_kubernetes_the_stack_reported() -> None:
     from pytest_stacks.lifecycle import StackRecord
-    from pytest_stacks.plugin.reporting import _components
+    from pytest_stacks.plugin.summary import _components
     from pytest_stacks.providers.base import StackInfo
 
     stack = load(Path(__file__).resolve().parents[2] / "manifest.yaml").get("k8s-1.37-mpi-0.8")
