@@ -72,8 +72,11 @@ if [ "$ENGINE" = 1 ]; then
     REAL_TESTS="tests/contract tests/backend tests/parity"
     run .venv/bin/pytest-stacks matrix --lane full --runnable-here --tests "$REAL_TESTS" \
         --format json --output "$RESULTS/matrix-full.json"
-    mapfile -t real_stacks < <(.venv/bin/pytest-stacks matrix --lane full --runnable-here \
-        --tests "$REAL_TESTS" --format names)
+    # The stacks are the plan's own rows (a second planning could see another host: the
+    # registry probe answers differently, and the report would then hold other rows).
+    mapfile -t real_stacks < <(.venv/bin/python -c 'import json, sys
+for row in json.load(open(sys.argv[1]))["include"]:
+    print(row["stack"])' "$RESULTS/matrix-full.json")
     # The plan's digest: the real window's results say they answer these rows of this plan.
     REAL_PLAN=$(.venv/bin/python -c 'import json, sys; print(json.load(open(sys.argv[1]))["include"][0]["plan"])' \
         "$RESULTS/matrix-full.json")

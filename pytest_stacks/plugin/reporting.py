@@ -151,23 +151,27 @@ class Tracker:
         self._state.deselected += sum(1 for i in items if not i.stash.get(OWN_DESELECTION, False))
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
-        self._state.collected = [item.nodeid for item in session.items]
-
-    @pytest.hookimpl(optionalhook=True)  # an xdist hook: pytest-xdist may not be installed
-    def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
-        if self._state.collected is None:  # every worker collects the same tests
-            self._state.collected = list(ids)
+        """The stack tests collected (parametrised with a stack, never a test whose own
+        parameter merely starts with a stack's name): each needs an outcome in its stack's
+        results, which the report checks."""
+        self._state.collected = [item.nodeid for item in session.items
+                                 if item_stack(item) is not None]
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Any, error: Any) -> None:
-        """A worker's deselections, which only it saw (it collected, the controller did not)."""
+        """A worker's deselections and collected stack tests, which only it saw (it collected,
+        the controller did not; every worker collects the same tests)."""
         output = getattr(node, "workeroutput", None) or {}
         self._state.deselected = max(self._state.deselected,
                                      int(output.get(WORKER_DESELECTED, 0)))
+        collected = output.get(WORKER_COLLECTED)
+        if isinstance(collected, list) and self._state.collected is None:
+            self._state.collected = [str(nodeid) for nodeid in collected]
 
 
-#: What a worker tells the controller it deselected (xdist's ``workeroutput``).
+#: What a worker tells the controller it deselected and collected (xdist's ``workeroutput``).
 WORKER_DESELECTED = "pytest_stacks_deselected"
+WORKER_COLLECTED = "pytest_stacks_collected"
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -197,6 +201,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         workeroutput = getattr(session.config, "workeroutput", None)
         if workeroutput is not None:
             workeroutput[WORKER_DESELECTED] = current.deselected
+            workeroutput[WORKER_COLLECTED] = list(current.collected or ())
         current.pool.release()
         return
     if only_looking(session.config) and not current.pool.records():

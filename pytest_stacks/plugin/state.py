@@ -34,7 +34,7 @@ class State:
     notes: list[Problem] = field(default_factory=list)  # said in the summary, not failing
     previous_sigterm: Any = None
     outcomes: Outcomes | None = None  # on the run's owner
-    #: The node ids this run collected, after deselection (None: it never collected).
+    #: The stack tests this run collected, after deselection (None: it never collected).
     collected: list[str] | None = None
     #: Tests deselected by anything but the plugin's own backend filter (-k, -m, --deselect,
     #: --lf, a conftest or another plugin); under xdist, what the workers reported.

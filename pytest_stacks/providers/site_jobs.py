@@ -66,8 +66,11 @@ def read(run_dir: Path, stack: str) -> Submitted:
         return Submitted()
     found: dict[str, list[str]] = {OURS: [], SUITES: []}
     for line in text.splitlines():
-        entry = json.loads(line)
-        found[str(entry["client"])].append(str(entry["id"]))
+        try:  # a line cut short by a killed process is no id: the run tag's sweep covers it
+            entry = json.loads(line)
+            found[str(entry["client"])].append(str(entry["id"]))
+        except (ValueError, KeyError, TypeError):
+            continue
     return Submitted(tuple(dict.fromkeys(found[OURS])), tuple(dict.fromkeys(found[SUITES])))
 
 

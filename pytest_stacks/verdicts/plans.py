@@ -120,10 +120,11 @@ def _replan_problems(rows: Sequence[Mapping[str, Any]], src: str, manifest: Mani
         return [f"{src}: $.include[*].tests: the rows plan different tests "
                 f"({' | '.join(sorted(tests))}); a lane's rows share one. {FIX}"]
     [planned_tests] = tests
-    hosts = {tuple(r[RUNNABLE_ON]) if isinstance(r.get(RUNNABLE_ON), list) else r.get(RUNNABLE_ON)
-             for r in rows}
-    if len(hosts) > 1 or not all(h is None or all(isinstance(x, str) for x in h)
-                                 for h in hosts):
+    hosts = {tuple(map(str, r[RUNNABLE_ON])) if isinstance(r.get(RUNNABLE_ON), list)
+             else None if r.get(RUNNABLE_ON) is None else ("\0garbled",) for r in rows}
+    garbled = any(isinstance(r.get(RUNNABLE_ON), list)
+                  and not all(isinstance(x, str) for x in r[RUNNABLE_ON]) for r in rows)
+    if len(hosts) > 1 or garbled or ("\0garbled",) in hosts:
         return [f"{src}: $.include[*].{RUNNABLE_ON}: the rows disagree on (or garble) the host "
                 f"their plan was made for. {FIX}"]
     [host] = hosts

@@ -11,6 +11,7 @@ as a real stack, or a file written from the manifest alone, fails here by name.
 from __future__ import annotations
 
 import re
+import stat
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,6 +23,9 @@ from pytest_stacks.verdicts.results import ResultsDoc, StackResult
 
 SHOWN = 3
 
+
+#: A test module larger than this is no test module of a checkout (8 MiB).
+MAX_TEST_FILE = 8 * 1024 * 1024
 
 @dataclass(frozen=True)
 class Checkout:
@@ -42,14 +46,19 @@ class Checkout:
                    {s.name: binding.inputs_digest(manifest, s) for s in manifest.stacks})
 
     def text(self, path: str) -> str | None:
-        """The file at ``path`` (relative to the project) if it lies in it; None if not."""
+        """The file at ``path`` (relative to the project) if it lies in it and is a regular
+        test-sized file; None if not (a results file names the path: a FIFO would block the
+        report, a pack file fill its memory)."""
         if path not in self._texts:
+            self._texts[path] = None
             try:
                 target = (self.project / path).resolve()
                 target.relative_to(self.project.resolve())
-                self._texts[path] = target.read_text(encoding="utf-8", errors="replace")
+                info = target.stat()
+                if stat.S_ISREG(info.st_mode) and info.st_size <= MAX_TEST_FILE:
+                    self._texts[path] = target.read_text(encoding="utf-8", errors="replace")
             except (OSError, ValueError):
-                self._texts[path] = None
+                pass
         return self._texts[path]
 
 

@@ -93,6 +93,21 @@ def test_a_whole_run_records_every_collected_test_and_no_deselection(
     assert run["deselected"] == 0
 
 
+@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["one process", "xdist"])
+def test_only_stack_tests_are_recorded_as_collected_for_a_stack(
+        project: pytest.Pytester, workers: list[str]) -> None:
+    """A test whose own parameter merely starts with a stack's name (``[fake-slurm-20.11-x]``)
+    is no stack test: recorded as one, the report would want its outcome among the stack's
+    and refuse the file (as it did the fake lane's ``test_every_fake_has_a_way_in``)."""
+    (project.path / "suite" / "test_lookalike.py").write_text(
+        "import pytest\n\n"
+        "@pytest.mark.parametrize('name', ['fake-slurm-20.11-x'])\n"
+        "def test_lookalike(name):\n    assert name\n")
+    result = _runs(project, *workers)
+    assert result.ret == pytest.ExitCode.OK, result.stdout.str()
+    assert _run(project)["collected"] == WHOLE
+
+
 @pytest.mark.parametrize(("option", "reason"), [
     (["-o", "testpaths=suite/deep"], "-o testpaths=suite/deep"),
     (["-o", "python_files=test_deep.py"], "-o python_files=test_deep.py"),

@@ -336,3 +336,14 @@ stacks:
      compose: {directory: ., service: slurm}}
 """, tmp_path / "manifest.yaml")
     assert binding.stack_folders(manifest.stacks[0]) == [tmp_path]
+
+
+@pytest.mark.parametrize("host", [{"docker": True}, ["docker", 3]], ids=["an object", "a number"])
+def test_a_garbled_host_of_a_matrix_is_refused_not_a_traceback(
+        manifest: Manifest, tmp_path: Path, host: object) -> None:
+    rows = [{**r, "runnable_on": host} for r in ci.matrix(manifest, "pr")["include"]]
+    plan = binding.plan_digest(rows)
+    path = tmp_path / "matrix.json"
+    path.write_text(json.dumps({"include": [{**r, "plan": plan} for r in rows]}))
+    with pytest.raises(ResultsError, match=r"runnable_on: the rows disagree on \(or garble\)"):
+        merge.expected_from_matrix(path, manifest=manifest)

@@ -19,7 +19,7 @@ import venv
 from pathlib import Path
 from typing import Any
 
-from filelock import FileLock
+from filelock import FileLock, Timeout
 
 from pytest_stacks.errors import BackendCallError
 
@@ -41,18 +41,27 @@ def client_python(version: str, *, timeout: float = 600) -> Path:
     folder = cache_root() / version
     python = folder / "bin" / "python"
     folder.parent.mkdir(parents=True, exist_ok=True)
-    with FileLock(str(folder) + ".lock", timeout=timeout):
-        ready = folder / READY
-        if ready.is_file() and ready.read_text().strip() == version and python.exists():
-            return python
-        venv.EnvBuilder(clear=True, with_pip=True).create(folder)
-        done = subprocess.run([str(python), "-m", "pip", "install", "-q",
-                               "--disable-pip-version-check", f"htcondor=={version}"],
-                              capture_output=True, text=True, timeout=timeout)
-        if done.returncode != 0:
-            raise BackendCallError(f"cannot install the HTCondor {version} bindings into "
-                                   f"{folder}: {done.stderr.strip()[-600:]}")
-        (folder / READY).write_text(version + "\n")
+    try:
+        with FileLock(str(folder) + ".lock", timeout=timeout):
+            return _made(folder, python, version, timeout)
+    except (Timeout, subprocess.TimeoutExpired):
+        raise BackendCallError(f"the HTCondor {version} bindings were not installed into "
+                               f"{folder} within {timeout:.0f}s (is the package index "
+                               f"reachable?)") from None
+
+
+def _made(folder: Path, python: Path, version: str, timeout: float) -> Path:
+    ready = folder / READY
+    if ready.is_file() and ready.read_text().strip() == version and python.exists():
+        return python
+    venv.EnvBuilder(clear=True, with_pip=True).create(folder)
+    done = subprocess.run([str(python), "-m", "pip", "install", "-q",
+                           "--disable-pip-version-check", f"htcondor=={version}"],
+                          capture_output=True, text=True, timeout=timeout)
+    if done.returncode != 0:
+        raise BackendCallError(f"cannot install the HTCondor {version} bindings into "
+                               f"{folder}: {done.stderr.strip()[-600:]}")
+    ready.write_text(version + "\n")
     return python
 
 
