@@ -96,19 +96,22 @@ def manifest_digest(manifest: Manifest) -> str:
                             "stacks": [_plain(s, root) for s in manifest.stacks]}))
 
 
-def stack_folders(stack: Stack) -> list[Path]:
+def stack_folders(stack: Stack, root: Path | None = None) -> list[Path]:
     """The folders a stack is built from: its own (``compose``'s, a kind node build's) or, for
-    one under a ``stacks/`` folder (as the manifest asks), that whole folder, since a build
-    also reads the shared ones beside its own (an object store's, a stager's). None for a fake
-    or an existing site."""
+    one under a ``stacks/`` folder of the manifest's (``root``: the manifest's folder), that
+    whole folder, since a build also reads the shared ones beside its own (an object store's,
+    a stager's); never a ``stacks`` folder above the manifest's. None for a fake or an
+    existing site."""
     own = [stack.compose.directory] if stack.compose is not None else []
     if stack.kind is not None and stack.kind.node_build is not None:
         own.append(stack.kind.node_build.directory)
-    return sorted({_stacks_root(folder) for folder in own})
+    return sorted({_stacks_root(folder, root) for folder in own})
 
 
-def _stacks_root(folder: Path) -> Path:
-    return next((p for p in folder.parents if p.name == "stacks"), folder)
+def _stacks_root(folder: Path, root: Path | None) -> Path:
+    within = root.resolve() if root is not None else None
+    return next((p for p in folder.parents if p.name == "stacks"
+                 and (within is None or p.resolve().is_relative_to(within))), folder)
 
 
 def inputs_digest(manifest: Manifest, stack: Stack) -> str:
@@ -116,7 +119,7 @@ def inputs_digest(manifest: Manifest, stack: Stack) -> str:
     of every file in its stack folders."""
     parts = [_canonical(_plain(stack, manifest.root))]
     parts += [_tree(folder, lambda rel: True, code=False).encode()
-              for folder in stack_folders(stack)]
+              for folder in stack_folders(stack, manifest.root)]
     return _sha(b"\0".join(parts))
 
 
@@ -171,8 +174,41 @@ def _project_code(rel: str) -> bool:
 
 def code_digest(project: Path) -> str:
     """The code a run executes: the ``pytest_stacks`` package, and the project's Python files
-    and pytest settings (hidden folders, virtual environments and build output left out)."""
-    return _sha(f"{package_digest()}\0{_tree(project, _project_code)}".encode())
+    and pytest settings (hidden folders, virtual environments and build output left out). In
+    a git checkout the files are those git lists (tracked, and new ones it does not ignore),
+    so a run whose rootdir is a big folder does not walk all of it at every collection."""
+    listed = _git_files(project)
+    tree = _tree(project, _project_code) if listed is None else _listed(project, listed)
+    return _sha(f"{package_digest()}\0{tree}".encode())
+
+
+def _git_files(project: Path) -> list[str] | None:
+    """The files git lists under ``project`` (relative to it); None outside a checkout."""
+    try:
+        done = subprocess.run(["git", "ls-files", "-z", "--cached", "--others",
+                               "--exclude-standard", "--", "."], cwd=project,
+                              capture_output=True, timeout=60, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if done.returncode != 0:
+        return None
+    return [f for f in done.stdout.decode("utf-8", "surrogateescape").split("\0") if f]
+
+
+def _listed(project: Path, files: Iterable[str]) -> str:
+    """:func:`_tree`'s digest of the listed project files, with its choice of files."""
+    entries = []
+    for rel in set(files):
+        parts = rel.split("/")
+        if any(_skipped(part, project.joinpath(*parts[:i + 1]), True)
+               for i, part in enumerate(parts[:-1])):
+            continue
+        if rel.endswith((".pyc", ".pyo")) or not _project_code(rel):
+            continue
+        path = project / rel
+        if path.is_symlink() or path.exists():
+            entries.append((rel, _file_digest(path)))
+    return _sha("\n".join(f"{rel}\0{digest}" for rel, digest in sorted(entries)).encode())
 
 
 def plan_digest(rows: Sequence[Mapping[str, Any]]) -> str:

@@ -347,3 +347,28 @@ def test_a_garbled_host_of_a_matrix_is_refused_not_a_traceback(
     path.write_text(json.dumps({"include": [{**r, "plan": plan} for r in rows]}))
     with pytest.raises(ResultsError, match=r"runnable_on: the rows disagree on \(or garble\)"):
         merge.expected_from_matrix(path, manifest=manifest)
+
+
+def test_a_stacks_folder_above_the_manifests_is_never_read_whole(tmp_path: Path) -> None:
+    """A stack whose folder lies under some ``/srv/stacks`` outside the project counts its
+    own folder alone; one under the manifest's own ``stacks/`` counts that whole folder."""
+    outside = tmp_path / "srv" / "stacks" / "mine"
+    project = tmp_path / "project"
+    assert binding._stacks_root(outside, project) == outside
+    inside = project / "stacks" / "mine"
+    assert binding._stacks_root(inside, project) == project / "stacks"
+
+
+def test_in_a_git_checkout_the_code_is_what_git_lists(tmp_path: Path) -> None:
+    """Files git ignores (a big data folder, a virtual environment) are never read."""
+    import subprocess
+
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    (tmp_path / ".gitignore").write_text("data/\n")
+    (tmp_path / "test_a.py").write_text("def test_a():\n    pass\n")
+    before = binding.code_digest(tmp_path)
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "huge.py").write_text("x = 1\n")
+    assert binding.code_digest(tmp_path) == before
+    (tmp_path / "test_b.py").write_text("def test_b():\n    pass\n")  # new, not ignored
+    assert binding.code_digest(tmp_path) != before
