@@ -74,7 +74,7 @@ def test_upstream_adaptation_on_a_faithful_double(tmp_path: Path) -> None:
 version: 1
 capabilities: {{submit: s, status: t, execution: e, kill: k, purge: p, inputs: i, outputs: o,
                outputs.repeatable: r, logs: l, mpi: m, container: c, container.refused: cr,
-               inputs.remote: ir, outputs.remote: orm}}
+               inputs.remote: ir, outputs.remote: orm, outputs.remote.refused: orr}}
 backends:
   htcondor: {{window: {{anchor: "23.9", leading_edge: "25.13"}}}}
 stacks:

@@ -140,3 +140,29 @@ def test_a_pin_gone_from_its_suite_is_said_in_the_dockerfiles_own_words() -> Non
     assert said.startswith("condor 25.14.1+dfsg-1 (the pinned HTCONDOR_VERSION)"), said
     assert "sid has condor 25.15.0+dfsg-1 now" in said and "${" not in said
     assert pin_gone("#7 3.2 E: Version '1' for 'condor' was not found") == ""
+
+
+MADISON = ("  slurmctld |  26.05.5-1 | http://deb.debian.org/debian sid/main amd64 Packages\n"
+           "  slurmctld | 24.11.5-4+deb13u1 | http://deb.debian.org/debian trixie/main amd64 "
+           "Packages\n")
+
+
+@pytest.mark.parametrize("dockerfile", ["slurm", "slurm-cluster", "htcondor", "htcondor-pool"])
+def test_the_pin_check_reads_madisons_padded_columns(dockerfile: str) -> None:
+    """apt-cache madison pads its version column to the widest version listed (a sid pin on a
+    trixie base lists both): the Dockerfiles' check must find the pin, padded or not, and
+    name the newest version the suite has, trimmed."""
+    import re
+    import subprocess
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[2] / "stacks" / dockerfile / "Dockerfile"
+            ).read_text()
+    listed, newest = re.findall(r"apt-cache madison \S+ \| awk -F'\|' '([^']+)'", text)[:2]
+    sample = MADISON if "slurm" in dockerfile else MADISON.replace("slurmctld", "condor")
+    versions = subprocess.run(["awk", "-F|", listed], input=sample, capture_output=True,
+                              text=True, check=True).stdout.split("\n")
+    assert "26.05.5-1" in versions and "24.11.5-4+deb13u1" in versions, versions
+    first = subprocess.run(["awk", "-F|", newest], input=sample, capture_output=True,
+                           text=True, check=True).stdout
+    assert first == "26.05.5-1\n", first
