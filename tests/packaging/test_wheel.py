@@ -102,7 +102,7 @@ def test_a_project_without_a_manifest_uses_the_catalogue(installed: Installed) -
                         "-p", "no:cacheprovider", "--stack-unproven=warn", cwd=project)
     assert ran.returncode == 0, ran.stdout[-3000:] + ran.stderr[-2000:]
     assert "2 passed" in ran.stdout
-    assert "fake-slurm (slurm 24.11.5, fake): daemon 24.11.5" in ran.stdout
+    assert "fake-slurm (slurm 24.11.5, fake): fake, claims 24.11.5" in ran.stdout
 
 
 def test_an_extending_manifest_on_the_fake_lane(installed: Installed) -> None:
