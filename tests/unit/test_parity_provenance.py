@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -30,8 +31,8 @@ def test_the_committed_recordings_are_real_daemons_at_their_pins_by_this_scenari
         recording = Recording.read(PARITY.recording_path(name))
         assert recording.provenance.provider == MANIFEST.get(name).provider == "compose"
         assert recording.provenance.scenario == scenario_digest()
-        # Recorded before provenance was kept: no run id, which is accepted.
-        assert recording.provenance.run_id is None
+        # Made by `pytest-stacks record`: the run that recorded it is named.
+        assert re.fullmatch(r"\d{14}-[0-9a-f]{8}", str(recording.provenance.run_id)), name
         assert refusals(recording, PARITY.recording_path(name), name, MANIFEST) == []
 
 
