@@ -9,6 +9,7 @@ the plugin (manifest, providers, backends, lifecycle) knows nothing about pytest
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -34,6 +35,7 @@ from pytest_stacks.plugin.state import STATE, State, setting
 from pytest_stacks.plugin.xdist import XdistBridge, controller_run
 from pytest_stacks.providers.base import RunContext
 from pytest_stacks.selection import select
+from pytest_stacks.verdicts import environment as ci_environment
 
 MARKERS = (
     "requires(*capabilities): run only on stacks that offer every capability; skipped "
@@ -152,6 +154,10 @@ def pytest_configure(config: pytest.Config) -> None:
         config.stash[STATE] = State(None, [], explicit=False)
         return
     manifest, selected = _load(config)
+    try:  # the CI job's word lands in the results file: checked by its rules, here
+        ci_environment.check_all(os.environ)
+    except StacksError as exc:
+        raise pytest.UsageError(f"pytest-stacks: {exc}") from None
     current = State(manifest, selected, explicit=bool(config.getoption("stack")))
     config.stash[STATE] = current
     config.pluginmanager.register(collection, "pytest-stacks-collection")

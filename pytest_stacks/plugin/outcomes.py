@@ -40,6 +40,7 @@ from pytest_stacks.plugin.state import (
     state,
 )
 from pytest_stacks.providers import driver_note
+from pytest_stacks.verdicts import environment as ci_environment
 from pytest_stacks.verdicts.results import (
     CapabilityResult,
     CaseResult,
@@ -57,11 +58,12 @@ PROP_IDENTITY = "pytest-stacks:identity"
 #: Set by tests/parity on a fake: the recording it was checked against, and when it was made.
 PROP_PARITY = "pytest-stacks:parity"
 DEFAULT_RESULTS = ".pytest-stacks/results.json"
-CI_LANE_ENV = "PYTEST_STACKS_CI_LANE"
 #: The plan a run belongs to (its rows' ``plan``) and the rows it answers: a CI job's one
 #: stack (its row's ``stack``), or several comma-separated; unset, the stacks it selected.
-CI_STACK_ENV = "PYTEST_STACKS_CI_STACK"
-CI_PLAN_ENV = "PYTEST_STACKS_CI_PLAN"
+#: Read and checked by :mod:`pytest_stacks.verdicts.environment`.
+CI_LANE_ENV = ci_environment.CI_LANE_ENV
+CI_STACK_ENV = ci_environment.CI_STACK_ENV
+CI_PLAN_ENV = ci_environment.CI_PLAN_ENV
 #: Narrowing options a plan cannot name (pytest's dest, the flag as users type it).
 _OTHER_NARROWING = (("deselect", "--deselect"), ("ignore", "--ignore"),
                     ("ignore_glob", "--ignore-glob"), ("lf", "--last-failed"),
@@ -266,10 +268,10 @@ def binding_now(config: pytest.Config, current: State) -> Binding:
 
 def planned_rows(current: State) -> tuple[tuple[str, ...], str] | None:
     """The rows of a plan this run answers, as its job says (None without a plan)."""
-    plan = os.environ.get(CI_PLAN_ENV, "")
+    plan = ci_environment.ci_plan(os.environ)
     if not plan:
         return None
-    said = [s.strip() for s in os.environ.get(CI_STACK_ENV, "").split(",") if s.strip()]
+    said = ci_environment.ci_stacks(os.environ)
     return tuple(dict.fromkeys(said or [s.name for s in current.selected])), plan
 
 
@@ -317,7 +319,7 @@ def results(config: pytest.Config, current: State, outcomes: Outcomes, exit_stat
     lane = cast(Literal["pinned", "canary"], current.pool.ctx.lane)
     bound = current.binding or binding_now(config, current)
     run = RunInfo(run_id=current.pool.ctx.run_id, lane=lane,
-                  ci_lane=os.environ.get(CI_LANE_ENV) or None, started=outcomes.started,
+                  ci_lane=ci_environment.ci_lane(os.environ), started=outcomes.started,
                   finished=datetime.now(UTC).isoformat(), manifest=str(current.manifest.path),
                   partial=bool(reasons), partial_reasons=tuple(reasons),
                   scope=run_scope(config), pytest_exit=int(exit_status),

@@ -29,6 +29,7 @@ from typing import Any, Literal
 
 from pytest_stacks.ci.scope import Scope
 from pytest_stacks.errors import StacksError
+from pytest_stacks.evidence import EvidenceError, write_whole
 from pytest_stacks.suggest import did_you_mean
 from pytest_stacks.verdicts import run_checks
 from pytest_stacks.verdicts.run_checks import INCONSISTENT
@@ -525,35 +526,15 @@ def dump(doc: ResultsDoc | Mapping[str, Any], path: str | Path) -> None:
                             f"MiB a reader accepts. Shorten the test messages."])
     try:
         write_atomic(Path(path), text)
-    except OSError as exc:
-        raise ResultsError([f"{path}: $: cannot be written ({exc.strerror or exc})."]) from None
+    except EvidenceError as exc:
+        raise ResultsError([f"{path}: $: {exc}"]) from None
 
 
 def write_atomic(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file in the same folder and a rename, so
-    a reader never meets half a file. A target that is not a regular file (``/dev/stdout``, a
-    FIFO) is written in place: renaming over it would replace the device, not feed it."""
-    try:
-        existing = os.stat(path)
-    except OSError:
-        existing = None
-    if existing is not None and not stat.S_ISREG(existing.st_mode):
-        with open(path, "w", encoding="utf-8") as out:
-            out.write(text)
-        return
-    target = Path(os.path.realpath(path))  # a symlink keeps pointing where it pointed
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    """Write ``text`` to ``path`` whole (:func:`pytest_stacks.evidence.write_whole`: a
+    temporary file in the same folder, fsync, rename; a device or FIFO in place), so a reader
+    never meets half a file; EvidenceError naming the path and the OS error otherwise."""
+    write_whole(path, text, what="results file")
 
 
 __all__ = ["MAX_BYTES", "SCHEMA_ID", "SCHEMA_VERSION", "STATUSES", "VERDICTS", "CapabilityResult",
