@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_stacks.errors import StacksError
+from pytest_stacks.evidence import EvidenceError, describe, write_whole
 from pytest_stacks.processes import owner_alive, process_start_time
 
 UP_FOLDER = "kept"  # run directories of `pytest-stacks up`
@@ -60,10 +61,15 @@ def up_root() -> Path:
     return runs_root() / UP_FOLDER
 
 
+def state_root_path() -> Path:
+    """Where :func:`state_root` is (nothing made)."""
+    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(base) / "pytest-stacks"
+
+
 def state_root() -> Path:
     """This user's state folder for pytest-stacks, whatever ``TMPDIR`` says."""
-    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
-    root = Path(base) / "pytest-stacks"
+    root = state_root_path()
     root.mkdir(mode=0o700, parents=True, exist_ok=True)
     return root
 
@@ -106,13 +112,15 @@ def read_record(path: Path) -> dict[str, Any]:
 
 def mark_kept(run_id: str, run_dir: Path, stacks: list[str], why: str) -> None:
     """Record that run ``run_id`` keeps ``stacks`` (its run directory stays with them)."""
-    folder = _marks()
-    folder.mkdir(mode=0o700, exist_ok=True)
+    try:
+        folder = _marks()
+        folder.mkdir(mode=0o700, exist_ok=True)
+    except OSError as exc:
+        raise EvidenceError(f"cannot write the kept-run record of run {run_id} in "
+                            f"{state_root_path() / MARKS_FOLDER}: {describe(exc)}") from None
     text = json.dumps({"run": run_id, "run_dir": str(run_dir), "stacks": sorted(stacks),
                        "why": why})
-    tmp = folder / f".{run_id}.tmp"
-    tmp.write_text(text)
-    tmp.replace(folder / f"{run_id}.json")
+    write_whole(folder / f"{run_id}.json", text, what="kept-run record", mode=0o600)
 
 
 def unmark_kept(run_id: str) -> None:

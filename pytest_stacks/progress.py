@@ -27,6 +27,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from pytest_stacks.evidence import EvidenceError, append_line
+
 TIMINGS_ENV = "PYTEST_STACKS_TIMINGS"
 STILL_EVERY = 60.0  # seconds between "still running" lines of a long step
 Listener = Callable[[str], None]
@@ -34,6 +36,7 @@ Listener = Callable[[str], None]
 _stack: contextvars.ContextVar[str] = contextvars.ContextVar("pytest_stacks_stack", default="")
 _listeners: list[Listener] = []
 _lock = threading.Lock()
+_lost: list[str] = []
 
 
 def listen(listener: Listener) -> Callable[[], None]:
@@ -110,10 +113,22 @@ def _record(what: str, outcome: str, seconds: float) -> None:
                        "seconds": round(seconds, 1), "pid": os.getpid(),
                        "at": time.strftime("%H:%M:%S")})
     try:
-        with _lock, open(Path(path), "a", encoding="utf-8") as handle:
-            handle.write(line + "\n")
-    except OSError:  # timings are diagnostics: never a reason for a bring-up to fail
-        return
+        with _lock:
+            append_line(path, line, what=f"timings file ({TIMINGS_ENV})")
+    except EvidenceError as exc:
+        # Never a reason for the bring-up to fail (raised here it would hide the step's own
+        # error): kept, and the run fails at its end naming it (:func:`lost_writes`).
+        with _lock:
+            if str(exc) not in _lost:
+                _lost.append(str(exc))
+
+
+def lost_writes() -> list[str]:
+    """The timings lines this process could not write, one line per distinct failure (the
+    plugin fails the run on them, the CLI exits non-zero): a timings file that silently
+    misses steps would send a maintainer after the wrong step."""
+    with _lock:
+        return list(_lost)
 
 
 def summary(paths: list[Path]) -> str:

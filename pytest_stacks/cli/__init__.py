@@ -10,6 +10,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
+from pytest_stacks import progress
 from pytest_stacks.ci import EMPTY_LANE_EXIT, EmptyLaneError
 from pytest_stacks.cli import parity, planning, report, stacks
 from pytest_stacks.errors import (
@@ -88,10 +89,14 @@ def exit_code(exc: BaseException) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        return int(args.func(args))
+        code = int(args.func(args))
     except (Exception, KeyboardInterrupt) as exc:
         print(describe(args.command, exc), file=sys.stderr)
-        return exit_code(exc)
+        code = exit_code(exc)
+    for lost in progress.lost_writes():  # evidence that did not land fails the command too
+        print(f"pytest-stacks {args.command}: {lost}", file=sys.stderr)
+        code = code or 1
+    return code
 
 
 if __name__ == "__main__":

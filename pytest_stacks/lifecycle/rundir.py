@@ -22,6 +22,7 @@ from filelock import FileLock
 
 from pytest_stacks import places, progress
 from pytest_stacks.errors import InfrastructureError, StacksError
+from pytest_stacks.evidence import write_whole
 from pytest_stacks.places import runs_root, up_root
 from pytest_stacks.providers.base import RunContext, StackInfo
 from pytest_stacks.providers.labels import owner_alive
@@ -124,9 +125,10 @@ class RunDirectory:
             progress.say(f"pytest-stacks: {problem}")
         self.path.mkdir(mode=0o700, parents=True, exist_ok=True)
         owner = self.path / OWNER_FILE
-        if not owner.exists():
-            owner.write_text(json.dumps({"pid": self._ctx.owner_pid,
-                                         "start": self._ctx.owner_start}))
+        if not owner.exists():  # whole, or EvidenceError naming it: unowned, it is reaped
+            write_whole(owner, json.dumps({"pid": self._ctx.owner_pid,
+                                           "start": self._ctx.owner_start}),
+                        what="run owner record", mode=0o600)
 
     def stack(self, name: str) -> StackFiles:
         return StackFiles(self.path, name)

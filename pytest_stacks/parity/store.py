@@ -31,6 +31,7 @@ from typing import Any
 import yaml
 
 from pytest_stacks.errors import ManifestError
+from pytest_stacks.evidence import write_whole
 from pytest_stacks.parity.compare import Declared
 from pytest_stacks.parity.declarations import read_declared
 from pytest_stacks.parity.normalise import Normaliser
@@ -67,10 +68,8 @@ class Recording:
                    time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), provenance, steps)
 
     def write(self, path: Path) -> Path:
-        path.parent.mkdir(parents=True, exist_ok=True)
         data = {"format": FORMAT, **dataclasses.asdict(self)}
-        path.write_text(_readable(data) + "\n", encoding="utf-8")
-        return path
+        return write_whole(path, _readable(data) + "\n", what="parity recording")
 
     @classmethod
     def read(cls, path: Path) -> Recording:

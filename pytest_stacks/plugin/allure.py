@@ -38,7 +38,8 @@ from typing import Any
 
 import pytest
 
-from pytest_stacks.errors import INFRA_PREFIX
+from pytest_stacks.errors import INFRA_PREFIX, Problem
+from pytest_stacks.evidence import EvidenceError, write_whole
 from pytest_stacks.manifest import Stack
 from pytest_stacks.plugin.state import PROP_INFRA, PROP_STACK, State, item_stack, state
 from pytest_stacks.verdicts.table import claimed
@@ -162,13 +163,16 @@ class AllurePlugin:
         if hasattr(config, "workerinput") or config.option.collectonly:
             return  # the controller (or the single process) writes the run's files once
         current = state(config)
-        self.alluredir.mkdir(parents=True, exist_ok=True)
-        write_environment(self.alluredir / "environment.properties",
-                          environment(current, self._observed))
-        problem = write_categories(self.alluredir / "categories.json")
-        if problem:
-            _warn(config, problem)
-        (self.alluredir / ALLURERC).write_text(ALLURERC_TEXT, encoding="utf-8")
+        try:  # evidence: lands whole, or the run fails naming the path and the OS error
+            write_environment(self.alluredir / "environment.properties",
+                              environment(current, self._observed))
+            problem = write_categories(self.alluredir / "categories.json")
+            if problem:
+                _warn(config, problem)
+            write_whole(self.alluredir / ALLURERC, ALLURERC_TEXT, what="Allure file")
+        except EvidenceError as exc:
+            current.closing_problems.append(Problem(None, "allure", str(exc)))
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
         for text in current.closing_problems:
             _allure().global_error(f"FAIL-CLOSED: {text}")
 
@@ -333,7 +337,7 @@ def write_environment(path: Path, values: Mapping[str, str]) -> None:
             if key not in values:
                 kept.append(line)
     ours = [f"{_escape(k, key=True)}={_escape(v)}" for k, v in values.items()]
-    path.write_text("\n".join(kept + ours) + "\n", encoding="utf-8")
+    write_whole(path, "\n".join(kept + ours) + "\n", what="Allure environment file")
 
 
 def _escape(text: str, *, key: bool = False) -> str:
@@ -372,5 +376,6 @@ def write_categories(path: Path) -> str | None:
         if not isinstance(loaded, list):
             return f"{path} is not a JSON list; left as it is, without our categories"
         existing = loaded
-    path.write_text(json.dumps(categories(existing), indent=2) + "\n", encoding="utf-8")
+    write_whole(path, json.dumps(categories(existing), indent=2) + "\n",
+                what="Allure categories file")
     return None

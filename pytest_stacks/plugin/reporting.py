@@ -8,8 +8,9 @@ from typing import Any
 
 import pytest
 
-from pytest_stacks import signals
+from pytest_stacks import progress, signals
 from pytest_stacks.errors import INFRA_PREFIX, InfrastructureError, Problem
+from pytest_stacks.evidence import EvidenceError
 from pytest_stacks.manifest import Stack
 from pytest_stacks.plugin import outcomes, summary
 from pytest_stacks.plugin.bringup import only_looking
@@ -214,12 +215,19 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     with signals.deferred():
         current.pool.settle()  # stacks ended early are finished before anything is read
         current.records = {r.stack: r for r in current.pool.records()}
-        kept = current.pool.keep(selected, _to_keep(session.config, current),
-                                 "a test failed on it or it hit an infrastructure error "
-                                 "(--stack-keep=on-failure)")
+        try:
+            kept = current.pool.keep(selected, _to_keep(session.config, current),
+                                     "a test failed on it or it hit an infrastructure error "
+                                     "(--stack-keep=on-failure)")
+        except EvidenceError as exc:  # unrecorded, a kept stack is a leak: brought down
+            kept = {}
+            current.closing_problems.append(Problem(None, "kept", f"{exc}; the stacks "
+                                                    f"were brought down instead of kept"))
         for problem in current.pool.teardown(selected, keep=kept):
             (current.closing_problems if problem.failing else current.notes).append(problem)
     current.notes += [Problem(name, "kept", line, failing=False) for name, line in kept.items()]
+    current.closing_problems += [Problem(None, "timings", line) for line in progress.lost_writes()
+                                 if Problem(None, "timings", line) not in current.closing_problems]
     if not current.closing_problems and not kept:
         current.pool.run_dir.remove()
     if not current.collecting or exitstatus == pytest.ExitCode.USAGE_ERROR:

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pytest_stacks import gobuild, places
+from pytest_stacks.evidence import write_whole
 from pytest_stacks.providers.labels import owner_alive
 
 Runner = Callable[[Sequence[str], float], subprocess.CompletedProcess[str]]
@@ -36,10 +37,11 @@ def owner_file(root: Path, cluster: str) -> Path:
 
 def record_owner(root: Path, cluster: str, *, run_id: str, pid: int, start: str,
                  kind: Path, stack: str) -> None:
+    """Write the cluster's owner record whole (EvidenceError naming it otherwise: a cluster
+    whose owner is not on record is one no reaper can judge, so it must not be created)."""
     path = owner_file(root, cluster)
-    path.parent.mkdir(mode=0o700, exist_ok=True)
-    path.write_text(json.dumps({"run": run_id, "pid": pid, "start": start, "kind": str(kind),
-                                "stack": stack}))
+    write_whole(path, json.dumps({"run": run_id, "pid": pid, "start": start, "kind": str(kind),
+                                  "stack": stack}), what="kind cluster owner record", mode=0o600)
 
 
 @dataclass(frozen=True)

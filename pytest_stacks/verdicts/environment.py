@@ -57,8 +57,8 @@ def ci_lane(environ: Mapping[str, str]) -> str | None:
     value = environ.get(CI_LANE_ENV) or None
     if value is not None:
         _check(CI_LANE_ENV, value, shorten(value),
-               f"Set it to pr, full or canary (the lanes of `pytest-stacks plan`), or unset it "
-               f"outside CI.", *_RUN, "ci_lane")
+               "Set it to pr, full or canary (the lanes of `pytest-stacks plan`), or unset it "
+               "outside CI.", *_RUN, "ci_lane")
     return value
 
 

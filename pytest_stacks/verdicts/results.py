@@ -19,7 +19,6 @@ import math
 import os
 import re
 import stat
-import tempfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import cache
