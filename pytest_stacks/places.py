@@ -129,24 +129,41 @@ def unmark_kept(run_id: str) -> None:
 
 
 def kept_runs() -> dict[str, dict[str, Any]]:
-    """Every kept run by id: its run directory, its stacks, why, and the record's file. An
-    unreadable record still keeps its run (named by the file): reaping what someone kept is
-    worse than leaving it."""
+    """Every kept run by id: its run directory, its stacks, why, and the record's file. A
+    malformed record still keeps its run (named by the file: reaping what someone kept is
+    worse than leaving it), and says what is wrong with it under ``problem`` (the file, the
+    field, the fix), so nobody reads it as "nothing kept"."""
     found: dict[str, dict[str, Any]] = {}
     paths = [path for folder in (_legacy_marks(), _marks()) if folder.is_dir()
              for path in sorted(folder.glob("*.json"))]
     for path in paths:
         try:
-            data = read_record(path)
-            stacks = data["stacks"]
-            if not isinstance(stacks, list) or not all(isinstance(s, str) for s in stacks):
-                raise TypeError("'stacks' is not a list of names")
-            found[path.stem] = {"run_dir": str(data["run_dir"]), "stacks": stacks,
-                                "why": str(data.get("why", "")), "record": str(path)}
-        except (ValueError, KeyError, TypeError):
+            found[path.stem] = {**kept_record(read_record(path)), "record": str(path)}
+        except ValueError as exc:
             found[path.stem] = {"run_dir": "", "stacks": [], "why": f"unreadable: {path}",
-                                "record": str(path)}
+                                "record": str(path),
+                                "problem": f"kept-run record {path}: {exc}; fix it as "
+                                           f"`pytest-stacks up` writes it ({{\"run\", "
+                                           f"\"run_dir\", \"stacks\": [NAME, ...], \"why\"}}), or "
+                                           f"remove the file if its run is over"}
     return found
+
+
+def kept_record(data: dict[str, Any]) -> dict[str, Any]:
+    """A kept-run record's fields, each of its type: ValueError naming the field otherwise."""
+    stacks, run_dir, why = data.get("stacks"), data.get("run_dir"), data.get("why", "")
+    if not isinstance(stacks, list) or not all(isinstance(s, str) and s for s in stacks):
+        raise ValueError(f"field 'stacks' is {_shown(stacks)}, not a list of stack names")
+    if not isinstance(run_dir, str):
+        raise ValueError(f"field 'run_dir' is {_shown(run_dir)}, not a path")
+    if not isinstance(why, str):
+        raise ValueError(f"field 'why' is {_shown(why)}, not a text")
+    return {"run_dir": run_dir, "stacks": stacks, "why": why}
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else f"{text[:60]}... ({len(text)} chars)"
 
 
 def kept_run_dir(kept: dict[str, Any]) -> Path | None:

@@ -25,9 +25,10 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from pytest_stacks.evidence import EvidenceError, append_line
+from pytest_stacks.evidence import EvidenceError, append_line, describe
 
 TIMINGS_ENV = "PYTEST_STACKS_TIMINGS"
 STILL_EVERY = 60.0  # seconds between "still running" lines of a long step
@@ -131,38 +132,78 @@ def lost_writes() -> list[str]:
         return list(_lost)
 
 
-def summary(paths: list[Path]) -> str:
-    """Timings files as one table, slowest first: each step once with its total time (files
-    that do not exist are skipped, lines that are not a step's are ignored). A path that is
-    not a regular file (a FIFO, a device, a folder) is never opened: reading a FIFO waits for
-    a writer that may never come."""
-    rows: dict[str, list[float]] = {}
-    stacks: dict[str, set[str]] = {}
-    lines = []
+@dataclass
+class Timings:
+    """What timings files say: each step's times and stacks, and what was not read (a file
+    that is missing or cannot be read, lines that are not a step's), so a partial table is
+    never shown as a whole one."""
+
+    rows: dict[str, list[float]] = field(default_factory=dict)
+    stacks: dict[str, set[str]] = field(default_factory=dict)
+    missing: list[str] = field(default_factory=list)  # one line per file not read
+    skipped: list[str] = field(default_factory=list)  # one line per file with lines skipped
+
+    def table(self) -> str:
+        out = [f"{'seconds':>8}  {'times':>5}  step (stacks)"]
+        for what, values in sorted(self.rows.items(), key=lambda kv: -sum(kv[1])):
+            who = ", ".join(sorted(self.stacks.get(what, ())))
+            out.append(f"{sum(values):8.1f}  {len(values):5d}  {what}"
+                       + (f" ({who})" if who else ""))
+        return "\n".join(out)
+
+
+def read_timings(paths: list[Path]) -> Timings:
+    """Timings files read: a path that is not a regular file (a FIFO, a device, a folder) is
+    never opened (reading a FIFO waits for a writer that may never come); a missing or
+    unreadable file is named in ``missing``; a line that is not one step's JSON object (not
+    UTF-8, not JSON, a JSON array, no step or seconds, seconds not finite) is counted per file
+    in ``skipped``, with the first such line's number."""
+    found = Timings()
     for path in paths:
         try:
             info = os.stat(path)
-        except OSError:
+            if not stat.S_ISREG(info.st_mode):
+                found.missing.append(f"{path}: not a regular file (a FIFO, a device or a "
+                                     f"folder); not read")
+                continue
+            raw = path.read_bytes().splitlines()
+        except OSError as exc:
+            found.missing.append(f"{path}: cannot be read ({describe(exc)})")
             continue
-        if not stat.S_ISREG(info.st_mode):
-            continue  # the command line refuses it, naming it (cli.stacks.cmd_timings)
-        try:
-            lines += path.read_text(encoding="utf-8", errors="replace").splitlines()
-        except OSError:
-            continue
-    for line in lines:
-        try:
-            entry = json.loads(line)
-            step, seconds = str(entry["step"]), float(entry["seconds"])
-        except (ValueError, KeyError, TypeError):
-            continue
-        if not math.isfinite(seconds):
-            continue
-        rows.setdefault(step, []).append(seconds)
-        if isinstance(entry, dict) and entry.get("stack"):
-            stacks.setdefault(step, set()).add(str(entry["stack"]))
-    out = [f"{'seconds':>8}  {'times':>5}  step (stacks)"]
-    for what, values in sorted(rows.items(), key=lambda kv: -sum(kv[1])):
-        who = ", ".join(sorted(stacks.get(what, ())))
-        out.append(f"{sum(values):8.1f}  {len(values):5d}  {what}" + (f" ({who})" if who else ""))
-    return "\n".join(out)
+        bad: list[int] = []
+        for number, line in enumerate(raw, start=1):
+            entry = _entry(line)
+            if entry is None:
+                if line.strip():
+                    bad.append(number)
+                continue
+            step, seconds, stack = entry
+            found.rows.setdefault(step, []).append(seconds)
+            if stack:
+                found.stacks.setdefault(step, set()).add(stack)
+        if bad:
+            found.skipped.append(f"{path}: skipped {len(bad)} line(s) that are not a timed "
+                                 f"step's JSON object (the first: line {bad[0]})")
+    return found
+
+
+def _entry(line: bytes) -> tuple[str, float, str] | None:
+    """(step, seconds, stack) of one timings line, or None when it is not one."""
+    try:
+        entry = json.loads(line.decode("utf-8"))
+    except ValueError:  # UnicodeDecodeError and JSONDecodeError alike
+        return None
+    if not isinstance(entry, dict):
+        return None
+    step, seconds, stack = entry.get("step"), entry.get("seconds"), entry.get("stack", "")
+    if not isinstance(step, str) or not step or isinstance(seconds, bool) \
+            or not isinstance(seconds, int | float) or not math.isfinite(seconds) \
+            or not isinstance(stack, str):
+        return None
+    return step, float(seconds), stack
+
+
+def summary(paths: list[Path]) -> str:
+    """Timings files as one table, slowest first: each step once with its total time (what
+    was not read is left out; :func:`read_timings` says what)."""
+    return read_timings(paths).table()

@@ -53,8 +53,39 @@ def cmd_down(args: argparse.Namespace) -> int:
     elif not ended and not problems:
         if args.name:
             _known_or_refused(args, args.name, kept_runs)
-        print("nothing kept to bring down" + (f" for {args.name}" if args.name else ""))
+        problems = _engine_holds(args.name)
+        if not problems:
+            print("nothing kept to bring down" + (f" for {args.name}" if args.name else ""))
+        for problem in problems:
+            print(problem, file=sys.stderr)
     return 1 if problems else 0
+
+
+def _engine_holds(name: str | None) -> list[str]:
+    """No record keeps anything (of ``name``): the engine's labels are asked too, so "nothing
+    kept" is never said of a stack whose containers still run (a record lost or removed by
+    hand). An engine that cannot answer is said, never read as "nothing there"."""
+    from pytest_stacks.providers import reaper
+    from pytest_stacks.providers.labels import LABEL_STACK
+
+    try:
+        runs = reaper.inventory()
+    except Exception as exc:
+        return [f"no kept-run record names {name or 'a stack'}, but the engine could not be "
+                f"asked whether it still runs ({exc}); run `pytest-stacks down` again once "
+                f"Docker answers"]
+    found = [(run_id, resources) for run_id, resources in sorted(runs.items())
+             if not name or resources.labels.get(LABEL_STACK) == name]
+    lines = []
+    for run_id, resources in found:
+        stack = resources.labels.get(LABEL_STACK)
+        owner = "its owner is alive" if reaper.owner_alive(resources.labels) \
+            else "its owner is gone"
+        lines.append(f"no kept-run record names {name or 'a stack'}, but the engine holds run "
+                     f"{run_id}'s {resources.count} resource(s) of stack {stack} ({owner}): "
+                     f"`pytest-stacks reap` removes a dead run's, `pytest-stacks down --force "
+                     f"{stack}` any run's")
+    return lines
 
 
 def _end_kept(name: str | None, kept_runs: dict[str, dict[str, Any]],
@@ -70,6 +101,9 @@ def _end_kept(name: str | None, kept_runs: dict[str, dict[str, Any]],
     ended: list[str] = []
     problems: list[str] = []
     for run_id, kept in kept_runs.items():
+        if kept.get("problem"):  # it may keep any stack: named, never read as "not this one"
+            problems.append(f"{kept['problem']}. Nothing of run {run_id} was ended")
+            continue
         if name and name not in kept["stacks"]:
             continue
         try:

@@ -220,24 +220,19 @@ def cmd_build(args: argparse.Namespace) -> int:
 
 
 def cmd_timings(args: argparse.Namespace) -> int:
-    """The timings files summed per step; a path that is not a regular file (a FIFO would
-    wait for a writer forever) is refused at once, naming it."""
-    import os
-    import stat
+    """The timings files summed per step. What was not read is said on stderr: a file that is
+    missing or not a regular file (a FIFO would wait for a writer forever: never opened) makes
+    the exit status 1; lines that are not a step's are counted per file. The table of what
+    was read is printed either way."""
     from pathlib import Path
 
     from pytest_stacks import progress
 
-    for path in args.paths:
-        try:
-            mode = os.stat(path).st_mode
-        except OSError:
-            continue  # not written (yet): nothing was timed there
-        if not stat.S_ISREG(mode):
-            raise StacksError(f"{path}: not a regular file (a FIFO, a device or a folder); "
-                              f"name the file {progress.TIMINGS_ENV} named for the run")
-    print(progress.summary([Path(p) for p in args.paths]))
-    return 0
+    found = progress.read_timings([Path(p) for p in args.paths])
+    print(found.table())
+    for line in [*found.missing, *found.skipped]:
+        print(f"pytest-stacks timings: {line}", file=sys.stderr)
+    return 1 if found.missing else 0
 
 
 def register(sub: Any) -> None:

@@ -85,6 +85,7 @@ def _no_engine(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
     monkeypatch.setattr(reaper, "sweep_run", sweep_run)
     monkeypatch.setattr(kind_owners, "reap", lambda *a, **k: [])
+    monkeypatch.setattr(reaper, "inventory", lambda *a, **k: {})  # an engine holding nothing
     return swept
 
 
