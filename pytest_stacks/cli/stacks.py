@@ -52,17 +52,22 @@ def cmd_reap(args: argparse.Namespace) -> int:
     """Remove what dead runs left; every removal is proven by looking again, and anything
     that could not be removed (or an owner record that cannot be read) is named and makes
     the exit status 1."""
-    from pytest_stacks.lifecycle import reap_dead_run_dirs, runs_root
+    from pytest_stacks import places
+    from pytest_stacks.lifecycle import reap_dead_run_dirs, runs_root, unreadable_owners
     from pytest_stacks.providers import kind, kind_owners, reaper
 
     if args.names:
         return _reap_sites(args)
     reaped, problems = reaper.reap_dead(dry_run=args.dry_run)
+    # A malformed kept-run record keeps its run from every reaper, and is said: never read as
+    # "nothing kept", nor its run as dead.
+    problems += [f"{kept['problem']}; its run is left alone" for kept in
+                 places.kept_runs().values() if kept.get("problem")]
     verb = "would remove" if args.dry_run else "removed"
     # kind clusters carry no labels of ours: their owner records say which runs are dead.
     clusters = [o.cluster for o in kind_owners.dead(runs_root())]
     if args.dry_run:
-        problems += kind_owners.records(runs_root())[1]
+        problems += kind_owners.records(runs_root())[1] + unreadable_owners()
     else:
         problems += kind_owners.reap(kind.run_command, runs_root())
     failed = " ".join(problems)

@@ -9,8 +9,9 @@ from pytest_stacks.lifecycle.rundir import (
     StackRecord,
     new_run_id,
     reap_dead_run_dirs,
+    unreadable_owners,
 )
 from pytest_stacks.places import runs_root, up_root
 
 __all__ = ["RunDirectory", "StackPool", "StackRecord", "new_run_id", "reap_dead_run_dirs",
-           "runs_root", "up_root"]
+           "runs_root", "unreadable_owners", "up_root"]

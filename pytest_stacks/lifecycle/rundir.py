@@ -69,6 +69,23 @@ def reap_dead_run_dirs() -> tuple[list[Path], list[str]]:
     return removed, problems
 
 
+def unreadable_owners() -> list[str]:
+    """A problem per run directory owner record that cannot be read (what
+    :func:`reap_dead_run_dirs` would name), nothing removed: ``reap --dry-run`` says them
+    too, so a malformed record is never passed over as "nothing to reap"."""
+    problems = []
+    kept = places.kept_runs()
+    for owner_file in [*runs_root().glob(f"*/{OWNER_FILE}"), *up_root().glob(f"*/{OWNER_FILE}")]:
+        if owner_file.parent.name in kept:
+            continue
+        try:
+            read_owner(owner_file)
+        except ValueError as exc:
+            problems.append(f"{owner_file}: {exc}; its run directory is left alone. If no run "
+                            f"uses {owner_file.parent} any more, remove that folder")
+    return problems
+
+
 def read_owner(path: Path) -> tuple[int, str]:
     """(pid, start) of a run directory's owner record, or ValueError saying what is wrong with
     it: checked before it is opened (:func:`~pytest_stacks.places.read_record`) and before it

@@ -46,12 +46,23 @@ class RunOwner:
 
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any]) -> RunOwner:
-        """Raises ValueError for a record that is not one of ours."""
-        try:
-            return cls(str(data["run_id"]), str(data["stack"]), str(data["host"]),
-                       int(data["pid"]), str(data["start"]), str(data.get("created", "")))
-        except (KeyError, TypeError, ValueError) as exc:
-            raise ValueError(f"not an owner record ({exc})") from None
+        """Raises ValueError naming the field for a record that is not one of ours: each
+        field of its type (a pid given as text is not a process id, nor a dead one)."""
+        for name in ("run_id", "stack", "host"):
+            if not isinstance(data.get(name), str) or not data[name]:
+                raise ValueError(f"not an owner record (field {name!r} is "
+                                 f"{data.get(name)!r:.60}, not a non-empty string)")
+        pid, start, created = data.get("pid"), data.get("start"), data.get("created", "")
+        if not isinstance(start, str):
+            raise ValueError(f"not an owner record (field 'start' is {start!r:.60}, not a "
+                             f"process start time)")
+        if type(pid) is not int or pid <= 0:
+            raise ValueError(f"not an owner record (field 'pid' is {pid!r:.60}, not a process "
+                             f"id: a whole number > 0)")
+        if not isinstance(created, str):
+            raise ValueError(f"not an owner record (field 'created' is {created!r:.60}, not a "
+                             f"date and time)")
+        return cls(data["run_id"], data["stack"], data["host"], pid, start, created)
 
     @classmethod
     def from_json(cls, text: str) -> RunOwner:
