@@ -51,6 +51,9 @@ class Recording:
     #: held to it.
     provenance: Provenance
     steps: list[dict[str, Any]]
+    #: The file it was read from or written to ("" for one only in memory): every failure
+    #: about it names the file.
+    source: str = dataclasses.field(default="", compare=False, repr=False)
 
     @classmethod
     def of(cls, stack: str, backend: str, versions: Mapping[str, str], recorder: Recorder,
@@ -69,7 +72,17 @@ class Recording:
 
     def write(self, path: Path) -> Path:
         data = {"format": FORMAT, **dataclasses.asdict(self)}
-        return write_whole(path, _readable(data) + "\n", what="parity recording")
+        del data["source"]
+        written = write_whole(path, _readable(data) + "\n", what="parity recording")
+        self.source = str(written)
+        return written
+
+    def mismatch_title(self, fake: str, parity_file: str) -> str:
+        """The first line of a failed parity check: which fake, which recording file."""
+        return (f"{fake} does not answer as {self.stack} {self.versions} did (recording "
+                f"{self.source or '(not written)'}, recorded {self.recorded_at}); update the "
+                f"fake with the daemon, or declare the difference with its reason in "
+                f"{parity_file}:")
 
     @classmethod
     def read(cls, path: Path) -> Recording:
@@ -84,10 +97,33 @@ class Recording:
         try:
             return cls(str(data["stack"]), str(data["backend"]), dict(data["versions"]),
                        str(data["recorded_at"]), Provenance.read(data.get("provenance")),
-                       list(data["steps"]))
+                       _steps(path, data.get("steps")), source=str(path))
         except (KeyError, TypeError, ValueError) as exc:
             raise ManifestError([f"{path}: field {exc} is missing or malformed; make the "
                                  f"recording again with `pytest-stacks record STACK`"]) from exc
+
+
+def _steps(path: Path, steps: Any) -> list[dict[str, Any]]:
+    """A recording's steps, each ``{"name": text, "exchanges": [object, ...]}``: anything
+    else is refused naming the file and the step (a list of characters or of a mapping's keys
+    must never be compared as steps)."""
+    again = "make the recording again with `pytest-stacks record STACK`"
+    if not isinstance(steps, list):
+        raise ManifestError([f"{path}: field 'steps' is a {type(steps).__name__}, not a list "
+                             f"of steps; {again}"])
+    for index, step in enumerate(steps):
+        where = f"{path}: field 'steps[{index}]'"
+        if not isinstance(step, dict):
+            raise ManifestError([f"{where} is a {type(step).__name__}, not a step object; "
+                                 f"{again}"])
+        if not isinstance(step.get("name"), str) or not step["name"]:
+            raise ManifestError([f"{where}.name is {step.get('name')!r:.60}, not a step's "
+                                 f"name; {again}"])
+        exchanges = step.get("exchanges")
+        if not isinstance(exchanges, list) or not all(isinstance(e, dict) for e in exchanges):
+            raise ManifestError([f"{where}.exchanges (step {step['name']!r}) is not a list of "
+                                 f"exchange objects; {again}"])
+    return steps
 
 
 @dataclasses.dataclass(frozen=True)

@@ -56,17 +56,15 @@ def _check(parity: ParityFile, fake: Stack, real: Recording, run_dir: Path) -> t
     # fake drives the same schedd), and what it changes shows in the exchanges.
     if answered.versions.get("daemon") != real.versions.get("daemon"):
         return (f"{fake.name} claims daemon {answered.versions.get('daemon')}, but the "
-                f"recording of {real.stack} is of {real.versions.get('daemon')}: record it "
+                f"recording of {real.stack} ({real.source}) is of "
+                f"{real.versions.get('daemon')}: record it "
                 f"again, or move the fake's pin with the daemon's"), ""
     comparison = compare(fake.backend, real.steps, answered.steps, parity.declared)
     stale = (f"{fake.name}: {len(comparison.stale)} declaration(s) excused nothing "
              f"({', '.join(d.name for d in comparison.stale)})" if comparison.stale else "")
     if comparison.same:
         return "", stale
-    return comparison.render(
-        f"{fake.name} does not answer as {real.stack} {real.versions} did (recorded "
-        f"{real.recorded_at}); update the fake with the daemon, or declare the difference "
-        f"with its reason in {PARITY_FILE.name}:"), stale
+    return comparison.render(real.mismatch_title(fake.name, PARITY_FILE.name)), stale
 
 
 @pytest.mark.requires(*CAPABILITIES)
