@@ -208,7 +208,8 @@ def describe_path(data: Any, at: PathKey) -> str:
             name = data["stacks"][at[1]].get("name")
         except (AttributeError, IndexError, KeyError, TypeError):
             name = None
-        if isinstance(name, str):
-            text = text.replace(f"stacks[{at[1]}]", f"stacks[{at[1]}] ({name})", 1)
+        if isinstance(name, str):  # a name of 20,000 characters is shown cut short
+            shown = name if len(name) <= 40 else f"{name[:40]}..."
+            text = text.replace(f"stacks[{at[1]}]", f"stacks[{at[1]}] ({shown})", 1)
     return text
 

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_stacks import registry
+from pytest_stacks.manifest import names
 from pytest_stacks.manifest.build import component_pins
 from pytest_stacks.manifest.positions import Positions
 from pytest_stacks.suggest import did_you_mean
@@ -46,7 +47,21 @@ def reference_problems(data: dict[str, Any], positions: Positions, path: Path, *
             yield (f"{at('stacks', index, 'name')}: duplicate stack name {name!r} (also "
                    f"stacks[{seen[name]}]). Stack names must be unique.")
         seen.setdefault(name, index)
+        yield from _name_problems(index, stack, at)
         yield from _stack_problems(data, index, stack, at, path, inherited)
+
+
+def _name_problems(index: int, stack: dict[str, Any], at: _Locator) -> Iterable[str]:
+    """Names that become engine or Kubernetes object names, bounded to what every provider
+    carries (:mod:`.names`: the limits and where they come from)."""
+    problem = names.stack_name_problem(stack["name"])
+    if problem:
+        yield f"{at('stacks', index, 'name')}: {problem}."
+    namespace = (stack.get("existing") or {}).get("namespace")
+    if isinstance(namespace, str):  # a literal (an {env: NAME} is read when the run attaches)
+        problem = names.namespace_problem(namespace)
+        if problem:
+            yield f"{at('stacks', index, 'existing', 'namespace')}: {problem}."
 
 
 def _window_problems(backends: Mapping[str, Any], at: _Locator) -> Iterable[str]:

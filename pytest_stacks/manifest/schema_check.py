@@ -97,17 +97,18 @@ def _explain(error: Any, data: Any, positions: Positions) -> Iterable[str]:
 def _expected(error: Any) -> str:
     kind = error.validator
     value: Any = error.validator_value
-    got: Any = error.instance
+    raw: Any = error.instance
+    got = _Shown(raw)
     if kind == "required":
-        missing = [k for k in value if isinstance(got, dict) and k not in got]
+        missing = [k for k in value if isinstance(raw, dict) and k not in raw]
         return f"missing required key(s): {', '.join(missing)}. Add them."
     if kind == "enum":
-        hint = did_you_mean(str(got), [str(v) for v in value])
+        hint = did_you_mean(str(raw)[:200], [str(v) for v in value])
         return f"{got!r} is not allowed. Expected one of: {', '.join(map(str, value))}.{hint}"
     if kind == "const":
         return f"{got!r} is not supported. Expected {value!r}."
     if kind == "type":
-        return f"expected a {_type_name(value)}, got {_type_name(type(got).__name__)} {got!r}."
+        return f"expected a {_type_name(value)}, got {_type_name(type(raw).__name__)} {got!r}."
     if kind == "pattern":
         what = {
             r"^[0-9]+(\.[0-9]+)*$": "a dotted version such as '24.11.5' (quote it in YAML)",
@@ -129,6 +130,22 @@ def _expected(error: Any) -> str:
     if kind in {"exclusiveMinimum", "minimum"}:
         return f"{got!r} is too small: must be greater than {value}."
     return f"{error.message}."
+
+
+class _Shown:
+    """A refused value as a message shows it: its repr, cut short when long (a name of
+    20,000 characters is named by its start and its length, never printed whole)."""
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    def __repr__(self) -> str:
+        text = repr(self.value)
+        return text if len(text) <= 80 else f"{text[:80]}... ({len(text)} characters)"
+
+    def __str__(self) -> str:
+        text = str(self.value)
+        return text if len(text) <= 80 else f"{text[:80]}... ({len(text)} characters)"
 
 
 def _type_name(value: Any) -> str:
