@@ -347,8 +347,7 @@ def write(config: pytest.Config, document: ResultsDoc) -> tuple[Path | None, str
     if path is None:
         return None, ""
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        dump(document, path)
+        dump(document, path)  # its folder made, the file written whole, or why not
     except (StacksError, OSError) as exc:
         return None, f"cannot write the results file {path}: {exc}"
     return path, ""

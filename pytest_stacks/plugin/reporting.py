@@ -189,6 +189,8 @@ def pytest_collection(session: pytest.Session) -> None:
     if target is not None:
         try:
             target.unlink(missing_ok=True)
+        except NotADirectoryError:
+            pass  # nothing there to remove; writing it fails at the end, naming why
         except OSError as exc:
             current.closing_problems.append(Problem(
                 None, "results", f"cannot remove the previous results file {target}: {exc}"))
