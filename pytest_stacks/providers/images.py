@@ -4,6 +4,7 @@ content-addressed stack image tags so an unchanged stack is never rebuilt."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -15,21 +16,52 @@ from pytest_stacks import cancellation, dockerutil, progress
 from pytest_stacks.errors import StacksError
 from pytest_stacks.manifest import BaseImage
 
-DEBIAN_MIRROR = os.environ.get("PYTEST_STACKS_DEBIAN_MIRROR", "http://deb.debian.org/debian")
+MIRROR_ENV = "PYTEST_STACKS_DEBIAN_MIRROR"
+REGISTRY_ENV = "PYTEST_STACKS_REGISTRY_HOST"
+DEFAULT_MIRROR = "http://deb.debian.org/debian"
+DEFAULT_REGISTRY = "registry-1.docker.io"
+#: What debootstrap takes as its mirror (an http(s) URL: never an option such as "--foo"),
+#: and a registry host name with an optional port, as Docker names one.
+_MIRROR = re.compile(r"^https?://[A-Za-z0-9.-]+(:[0-9]{1,5})?(/[A-Za-z0-9._~%/+-]*)?$")
+_HOST = re.compile(r"^(?=.{1,253}$)[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+                   r"(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$")
 
 
 class ImageError(StacksError):
     pass
 
 
-REGISTRY_HOST = os.environ.get("PYTEST_STACKS_REGISTRY_HOST", "registry-1.docker.io")
+def _shown(value: str) -> str:
+    return repr(value) if len(value) <= 60 else f"{value[:60]!r}... ({len(value)} chars)"
+
+
+def debian_mirror() -> str:
+    """The Debian mirror seeds are made from (``PYTEST_STACKS_DEBIAN_MIRROR``), checked where
+    it enters: StacksError naming the variable otherwise."""
+    value = os.environ.get(MIRROR_ENV) or DEFAULT_MIRROR
+    if not _MIRROR.fullmatch(value):
+        raise StacksError(f"environment variable {MIRROR_ENV}={_shown(value)}: not a Debian "
+                          f"mirror URL. Set it to an http:// or https:// URL such as "
+                          f"{DEFAULT_MIRROR}, or unset it")
+    return value
+
+
+def registry_host() -> str:
+    """The registry whose reachability decides pulls (``PYTEST_STACKS_REGISTRY_HOST``),
+    checked where it enters: StacksError naming the variable otherwise."""
+    value = os.environ.get(REGISTRY_ENV) or DEFAULT_REGISTRY
+    if not _HOST.fullmatch(value):
+        raise StacksError(f"environment variable {REGISTRY_ENV}={_shown(value)}: not a host "
+                          f"name. Set it to the registry's host name such as "
+                          f"{DEFAULT_REGISTRY} (its port is 443), or unset it")
+    return value
 
 
 @cache
 def registry_reachable(timeout: float = 5.0) -> bool:
     """Whether the registry accepts a TCP connection, decided in seconds, never by a hang."""
     try:
-        with socket.create_connection((REGISTRY_HOST, 443), timeout=timeout):
+        with socket.create_connection((registry_host(), 443), timeout=timeout):
             return True
     except OSError:
         return False
@@ -46,7 +78,7 @@ def ensure_image(reference: str, *, refresh: bool = False, pull_timeout: float =
     if not registry_reachable():
         raise ImageError(
             f"image {reference} is not available locally and no registry is reachable from "
-            f"this host ({REGISTRY_HOST}:443 does not answer). Run this stack where a registry "
+            f"this host ({registry_host()}:443 does not answer). Run this stack where a registry "
             f"is reachable (a developer machine or a GitHub-hosted runner), or `docker load` "
             f"the image first.")
     pulled = dockerutil.run_cli(["pull", "-q", reference], timeout=pull_timeout)
@@ -94,7 +126,7 @@ def seed_debian(suite: str) -> str:
             target = Path(root) / "rootfs"
             try:
                 result = subprocess.run(
-                    [debootstrap, "--variant=minbase", suite, str(target), DEBIAN_MIRROR],
+                    [debootstrap, "--variant=minbase", suite, str(target), debian_mirror()],
                     capture_output=True, text=True, check=False, timeout=1200)
             except subprocess.TimeoutExpired:
                 raise ImageError(f"debootstrap {suite} did not finish in 20 minutes") from None

@@ -215,6 +215,10 @@ def main() -> None:
     if not real:
         sys.stderr.write(f"pytest-stacks kind docker shim: {REAL_DOCKER} is not set\n")
         sys.exit(125)
+    if not os.path.isabs(real) or not os.access(real, os.X_OK) or not os.path.isfile(real):
+        sys.stderr.write(f"pytest-stacks kind docker shim: {REAL_DOCKER}={real[:200]!r} is not "
+                         f"an executable file named by its absolute path (the docker CLI)\n")
+        sys.exit(125)
     args = sys.argv[1:]
     node = joining_node(args)
     if node is not None:

@@ -54,7 +54,7 @@ def image_obtainable(reference: str) -> None:
         return
     raise images.ImageError(
         f"image {reference} is not available locally and no registry is reachable from this "
-        f"host ({images.REGISTRY_HOST}:443 does not answer). Run this stack where a registry is "
+        f"host ({images.registry_host()}:443 does not answer). Run this stack where a registry is "
         f"reachable (a developer machine or a GitHub-hosted runner), or `docker load` the image "
         f"first.")
 
