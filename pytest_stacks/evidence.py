@@ -71,6 +71,8 @@ def write_whole(path: Path | str, text: str | bytes, *, what: str, mode: int = 0
                 os.close(fd)
             return path
         target = Path(os.path.realpath(path))
+        if target.parent.exists() and not target.parent.is_dir():
+            raise OSError(errno.ENOTDIR, os.strerror(errno.ENOTDIR))  # not "File exists"
         target.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
     except OSError as exc:

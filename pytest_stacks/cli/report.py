@@ -82,7 +82,7 @@ def cmd_report(args: argparse.Namespace) -> int:
                         planned_tests=args.tests, project=project)
     text = render.render(model, args.format)
     if args.output:
-        write_atomic(Path(args.output), text)
+        write_atomic(Path(args.output), text, what="report")
     else:
         sys.stdout.write(text)
     if args.output or args.format != "markdown":  # else the problems are in what was printed

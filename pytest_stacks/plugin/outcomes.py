@@ -30,6 +30,7 @@ from pytest_stacks.ci import binding
 from pytest_stacks.ci.lanes import build_inputs
 from pytest_stacks.ci.scope import DESELECTED_BY_PLUGIN, ENDED_EARLY, Scope, normalised_path
 from pytest_stacks.errors import StacksError
+from pytest_stacks.evidence import EvidenceError
 from pytest_stacks.manifest import Stack
 from pytest_stacks.plugin.state import (
     PROP_INFRA,
@@ -46,6 +47,7 @@ from pytest_stacks.verdicts.results import (
     CaseResult,
     Outcome,
     ResultsDoc,
+    ResultsError,
     RunInfo,
     StackResult,
     capability_status,
@@ -348,6 +350,12 @@ def write(config: pytest.Config, document: ResultsDoc) -> tuple[Path | None, str
         return None, ""
     try:
         dump(document, path)  # its folder made, the file written whole, or why not
+    except EvidenceError as exc:
+        return None, str(exc)
+    except ResultsError as exc:
+        said = str(exc)
+        return None, said if said.startswith("cannot write") else \
+            f"cannot write the results file {path}: {said}"
     except (StacksError, OSError) as exc:
         return None, f"cannot write the results file {path}: {exc}"
     return path, ""

@@ -525,15 +525,15 @@ def dump(doc: ResultsDoc | Mapping[str, Any], path: str | Path) -> None:
                             f"MiB a reader accepts. Shorten the test messages."])
     try:
         write_atomic(Path(path), text)
-    except EvidenceError as exc:
-        raise ResultsError([f"{path}: $: {exc}"]) from None
+    except EvidenceError as exc:  # it names the path and the OS error already
+        raise ResultsError([str(exc)]) from None
 
 
-def write_atomic(path: Path, text: str) -> None:
+def write_atomic(path: Path, text: str, what: str = "results file") -> None:
     """Write ``text`` to ``path`` whole (:func:`pytest_stacks.evidence.write_whole`: a
     temporary file in the same folder, fsync, rename; a device or FIFO in place), so a reader
     never meets half a file; EvidenceError naming the path and the OS error otherwise."""
-    write_whole(path, text, what="results file")
+    write_whole(path, text, what=what)
 
 
 __all__ = ["MAX_BYTES", "SCHEMA_ID", "SCHEMA_VERSION", "STATUSES", "VERDICTS", "CapabilityResult",
