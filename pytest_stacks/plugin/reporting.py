@@ -168,11 +168,17 @@ class Tracker:
         collected = output.get(WORKER_COLLECTED)
         if isinstance(collected, list) and self._state.collected is None:
             self._state.collected = [str(nodeid) for nodeid in collected]
+        lost = output.get(WORKER_LOST_WRITES)  # a worker's timings lines that did not land
+        for line in lost if isinstance(lost, list) else []:
+            problem = Problem(None, "timings", str(line))
+            if problem not in self._state.closing_problems:
+                self._state.closing_problems.append(problem)
 
 
 #: What a worker tells the controller it deselected and collected (xdist's ``workeroutput``).
 WORKER_DESELECTED = "pytest_stacks_deselected"
 WORKER_COLLECTED = "pytest_stacks_collected"
+WORKER_LOST_WRITES = "pytest_stacks_lost_writes"
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -205,6 +211,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         if workeroutput is not None:
             workeroutput[WORKER_DESELECTED] = current.deselected
             workeroutput[WORKER_COLLECTED] = list(current.collected or ())
+            workeroutput[WORKER_LOST_WRITES] = progress.lost_writes()
         current.pool.release()
         return
     if only_looking(session.config) and not current.pool.records():
@@ -228,8 +235,9 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         for problem in current.pool.teardown(selected, keep=kept):
             (current.closing_problems if problem.failing else current.notes).append(problem)
     current.notes += [Problem(name, "kept", line, failing=False) for name, line in kept.items()]
-    current.closing_problems += [Problem(None, "timings", line) for line in progress.lost_writes()
-                                 if Problem(None, "timings", line) not in current.closing_problems]
+    for line in progress.lost_writes():
+        if Problem(None, "timings", line) not in current.closing_problems:
+            current.closing_problems.append(Problem(None, "timings", line))
     if not current.closing_problems and not kept:
         current.pool.run_dir.remove()
     if not current.collecting or exitstatus == pytest.ExitCode.USAGE_ERROR:

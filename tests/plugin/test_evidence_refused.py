@@ -117,3 +117,26 @@ def test_a_documented_ci_lane_lands_in_the_results(project: pytest.Pytester,
     assert result.ret == pytest.ExitCode.OK, result.stdout.str()
     doc = json.loads((project.path / ".pytest-stacks" / "results.json").read_text())
     assert doc["run"]["ci_lane"] == lane
+
+
+def test_a_timings_line_that_cannot_be_written_fails_the_run(
+        project: pytest.Pytester, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from pytest_stacks import progress
+
+    folder = full_disk(monkeypatch, tmp_path / "full")
+    monkeypatch.setenv(progress.TIMINGS_ENV, str(folder / "timings.jsonl"))
+    monkeypatch.setattr(progress, "_lost", [])
+    project.makepyfile(test_timed="""
+import pytest
+from pytest_stacks import progress
+
+@pytest.mark.requires("submit")
+def test_a_timed_step(backend, stack):
+    with progress.step("a bring-up step"):
+        pass
+""")
+    result = project.runpytest_inprocess("--stack=fake-slurm", "-p", "no:randomly")
+    out = result.stdout.str()
+    assert result.ret == pytest.ExitCode.TESTS_FAILED, out
+    assert any(str(folder / "timings.jsonl") in line and "ENOSPC" in line
+               for line in out.splitlines()), out
