@@ -19,7 +19,7 @@ from pytest_stacks.errors import ManifestError, StacksError, UnknownStackError
 from pytest_stacks.lifecycle import StackPool, new_run_id, runs_root
 from pytest_stacks.manifest import Manifest, Stack
 from pytest_stacks.manifest import load as load_manifest
-from pytest_stacks.manifest.catalogue import default_manifest
+from pytest_stacks.manifest.catalogue import MANIFEST_NAME, default_manifest, is_stacks_manifest
 from pytest_stacks.plugin import (
     allure,
     bringup,
@@ -60,7 +60,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("stacks", "pytest-stacks: run against pinned backend stacks")
     group.addoption("--stack", action="append", default=[], metavar="NAME",
                     help="Stack to run against (repeatable; shell globs such as 'slurm-*'). "
-                         "Default: the fake stacks.")
+                         "Default, once pytest-stacks is on for the project (this option, "
+                         "--stack-manifest, the 'stacks_manifest' ini option or a "
+                         "pytest-stacks manifest.yaml in the rootdir): the manifest's fake "
+                         "stacks; otherwise none, and tests that use a stack stop the run "
+                         "saying how to turn it on.")
     group.addoption("--stack-manifest", default=None, metavar="PATH",
                     help="Manifest to read (default: the 'stacks_manifest' ini option; else "
                          "the rootdir's manifest.yaml if it is a pytest-stacks manifest; else "
@@ -126,10 +130,13 @@ def _manifest_requested(config: pytest.Config) -> bool:
     """Whether this project uses pytest-stacks at all.
 
     Installing the plugin must not change unrelated projects: a file that happens to be called
-    manifest.yaml is only read when the project says so (ini option) or the command line does.
+    manifest.yaml turns it on only when it is a pytest-stacks manifest (a top-level
+    ``catalogue:`` or ``stacks:`` key) in the rootdir; else the project says so (ini option) or
+    the command line does.
     """
     return bool(config.getoption("stack_manifest") or config.getini("stacks_manifest")
-                or config.getoption("stack") or config.getoption("stacks"))
+                or config.getoption("stack") or config.getoption("stacks")
+                or is_stacks_manifest(config.rootpath / MANIFEST_NAME))
 
 
 def _load(config: pytest.Config) -> tuple[Manifest, list[Stack]]:

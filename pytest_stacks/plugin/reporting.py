@@ -148,7 +148,9 @@ class Tracker:
             self._state.ran[name] += 1
 
     def pytest_deselected(self, items: list[pytest.Item]) -> None:
-        self._state.deselected += sum(1 for i in items if not i.stash.get(OWN_DESELECTION, False))
+        own = sum(1 for i in items if i.stash.get(OWN_DESELECTION, False))
+        self._state.own_deselected += own
+        self._state.deselected += len(items) - own
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         """The stack tests collected (parametrised with a stack, never a test whose own
@@ -164,6 +166,8 @@ class Tracker:
         output = getattr(node, "workeroutput", None) or {}
         self._state.deselected = max(self._state.deselected,
                                      int(output.get(WORKER_DESELECTED, 0)))
+        self._state.own_deselected = max(self._state.own_deselected,
+                                         int(output.get(WORKER_OWN_DESELECTED, 0)))
         collected = output.get(WORKER_COLLECTED)
         if isinstance(collected, list) and self._state.collected is None:
             self._state.collected = [str(nodeid) for nodeid in collected]
@@ -172,6 +176,7 @@ class Tracker:
 #: What a worker tells the controller it deselected and collected (xdist's ``workeroutput``).
 WORKER_DESELECTED = "pytest_stacks_deselected"
 WORKER_COLLECTED = "pytest_stacks_collected"
+WORKER_OWN_DESELECTED = "pytest_stacks_own_deselected"
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -201,6 +206,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         workeroutput = getattr(session.config, "workeroutput", None)
         if workeroutput is not None:
             workeroutput[WORKER_DESELECTED] = current.deselected
+            workeroutput[WORKER_OWN_DESELECTED] = current.own_deselected
             workeroutput[WORKER_COLLECTED] = list(current.collected or ())
         current.pool.release()
         return
@@ -334,7 +340,7 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int,
             tr.write_line(line)
     # What ran, as the results file and the compatibility table say it.
     tr.write_line(f"run scope: {outcomes.run_scope(config).describe()}, "
-                  f"{current.deselected} test(s) deselected")
+                  f"{summary.deselected(current)}")
     for note in current.notes:
         tr.write_line(str(note), yellow=note.kind == "unproven")
     summary.fail_closed(tr, current)

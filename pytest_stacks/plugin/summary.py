@@ -88,3 +88,17 @@ def stack_line(current: State, stack: Stack) -> str:
             versions += f", up in {record.startup_s:.1f}s"
     return (f"{stack.name} ({stack.backend} {stack.version}, {stack.provider}):{versions} "
             f"{current.ran[stack.name]} test(s) ran")
+
+
+def deselected(current: State) -> str:
+    """One deselected count, as pytest's closing line has it, with what deselected them: the
+    plugin's own filter (a test about another backend, transport or provider is deselected,
+    not skipped, there) and everything else (-k, -m, --deselect, a conftest or plugin)."""
+    total = current.deselected + current.own_deselected
+    if not current.own_deselected:
+        return f"{total} test(s) deselected"
+    by = [f"{current.own_deselected} by for_backend/for_transport/for_provider (about "
+          f"another stack's backend, transport or provider)"]
+    if current.deselected:
+        by.append(f"{current.deselected} by -k, -m, --deselect, a conftest or a plugin")
+    return f"{total} test(s) deselected: {'; '.join(by)}"
