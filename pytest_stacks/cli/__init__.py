@@ -7,6 +7,7 @@ and an exit code: no command prints a traceback or picks its own code.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 
@@ -85,13 +86,35 @@ def exit_code(exc: BaseException) -> int:
     return 1  # an engine or OS error
 
 
+#: A reader that stopped reading (``pytest-stacks matrix | head``): what a shell reports for
+#: a program ended by SIGPIPE (128 + 13), and nothing printed about it.
+BROKEN_PIPE_EXIT = 141
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        return int(args.func(args))
+        code = int(args.func(args))
+        sys.stdout.flush()  # a closed pipe shows here, not as a traceback at exit
+        return code
+    except BrokenPipeError:
+        _quiet_stdout()
+        return BROKEN_PIPE_EXIT
     except (Exception, KeyboardInterrupt) as exc:
         print(describe(args.command, exc), file=sys.stderr)
         return exit_code(exc)
+
+
+def _quiet_stdout() -> None:
+    """Point stdout at /dev/null, so the interpreter's last flush at exit does not raise a
+    second BrokenPipeError (the way the Python docs advise for SIGPIPE)."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+    finally:
+        os.close(devnull)
 
 
 if __name__ == "__main__":
