@@ -178,6 +178,13 @@ def _up_fake(stack: Stack) -> int:
 
 
 def cmd_logs(args: argparse.Namespace) -> int:
+    known = manifest(args)
+    if args.name in known.names() and known.get(args.name).is_fake:
+        # A fake lives inside the pytest run that uses it: no container, no engine to ask.
+        raise StacksError(
+            f"{args.name} is a fake: it runs in process, inside the pytest run that uses it, "
+            f"and has no containers or daemon logs to show. A failing test's report carries "
+            f"what it did; tests read it with the stack_logs fixture.")
     from pytest_stacks import dockerutil
     from pytest_stacks.providers.labels import LABEL_STACK
 

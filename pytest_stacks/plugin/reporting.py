@@ -341,8 +341,7 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int,
     # What ran, as the results file and the compatibility table say it.
     tr.write_line(f"run scope: {outcomes.run_scope(config).describe()}, "
                   f"{summary.deselected(current)}")
-    for note in current.notes:
-        tr.write_line(str(note), yellow=note.kind == "unproven")
+    summary.notes(tr, current)
     summary.fail_closed(tr, current)
     if current.closing_problems:
         # The closing line ("5 passed, 1 fail-closed in 0.3s") says why the run failed.
