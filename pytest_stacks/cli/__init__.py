@@ -35,8 +35,18 @@ EXIT_CODES: tuple[tuple[type[BaseException], int], ...] = (
 )
 
 
+#: What ``--help`` says (plain text: the module's docstring is for readers of the code).
+DESCRIPTION = ("The pytest-stacks command line: list and show the stacks of the manifest, check "
+               "what they need (doctor), bring them up and down outside a pytest run, plan CI "
+               "lanes, and merge results files into a compatibility table.")
+EPILOG = ("Exit codes: the same as pytest's for the same error (4: bad input such as a "
+          "manifest or a stack name; 3: an infrastructure error); 141 when the reader of its "
+          "output went away (a closed pipe). The full table: the user's guide, Exit codes.")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="pytest-stacks", description=__doc__)
+    parser = argparse.ArgumentParser(prog="pytest-stacks", description=DESCRIPTION,
+                                     epilog=EPILOG)
     from importlib import metadata
 
     parser.add_argument("--version", action="version",
