@@ -11,6 +11,7 @@ import os
 import sys
 from collections.abc import Sequence
 
+from pytest_stacks import extras
 from pytest_stacks.ci import EMPTY_LANE_EXIT, EmptyLaneError
 from pytest_stacks.cli import parity, planning, report, stacks
 from pytest_stacks.errors import (
@@ -86,6 +87,10 @@ def _described(command: str, exc: BaseException) -> str:
         return f"pytest-stacks {command}: {exc}"
     if isinstance(exc, KeyboardInterrupt):
         return f"pytest-stacks {command}: interrupted"
+    if isinstance(exc, ModuleNotFoundError) and exc.name:
+        said = extras.missing_module_message(exc.name)
+        if said:
+            return f"pytest-stacks {command}: {said}"
     return f"pytest-stacks {command} failed: {type(exc).__name__}: {exc}"
 
 

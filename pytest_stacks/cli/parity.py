@@ -22,7 +22,6 @@ from pytest_stacks.cli.common import manifest, manifest_path
 from pytest_stacks.errors import StacksError, UnknownStackError
 from pytest_stacks.selection import unknown_stack_message
 
-
 #: Where a user reads how to check their own double against a real stack.
 PARITY_DOCS = "the user's guide (docs/user-guide.md#your-own-fake-checked-against-a-real-stack)"
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_stacks import signals
+from pytest_stacks import extras, signals
 from pytest_stacks.errors import ManifestError, StacksError, UnknownStackError
 from pytest_stacks.lifecycle import StackPool, new_run_id, runs_root
 from pytest_stacks.manifest import Manifest, Stack
@@ -145,9 +145,26 @@ def _load(config: pytest.Config) -> tuple[Manifest, list[Stack]]:
     except ManifestError as exc:
         raise pytest.UsageError("pytest-stacks: invalid manifest:\n" + str(exc)) from None
     try:
-        return manifest, select(manifest, config.getoption("stack"))
+        selected = select(manifest, config.getoption("stack"))
     except UnknownStackError as exc:
         raise pytest.UsageError(f"pytest-stacks: {exc}") from None
+    _require_extras(selected)
+    return manifest, selected
+
+
+def _require_extras(selected: list[Stack]) -> None:
+    """A selected stack whose pytest-stacks extra is not installed is a usage error before
+    anything starts, naming the stacks and the install line (a fakes-only install has none
+    of the Docker, SSH, Kubernetes or HTCondor libraries)."""
+    lacking: dict[str, list[str]] = {}
+    for stack in selected:
+        for extra in extras.missing(extras.needed(stack.provider, stack.transport)):
+            lacking.setdefault(extra, []).append(stack.name)
+    if lacking:
+        said = "; ".join(f"the {extra!r} extra for {', '.join(names)}"
+                         for extra, names in lacking.items())
+        raise pytest.UsageError(f"pytest-stacks: not installed: {said}. Install it: "
+                                f"{extras.install_line(sorted(lacking))}")
 
 
 @pytest.hookimpl(tryfirst=True)
