@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_stacks import extras
+from pytest_stacks import cli, extras
 
 pytest_plugins = ["pytester"]
 
@@ -127,3 +127,18 @@ def test_a_stack_without_its_extra_is_a_usage_error_with_the_install_line(
     err = result.stderr.str()
     assert "not installed: the 'docker' extra for slurm-24.11" in err, err
     assert "pip install 'pytest-stacks[docker]'" in err
+
+
+def test_the_report_counts_each_unproven_capability_once_and_says_it_is_strict(
+        project: pytest.Pytester, capsys: pytest.CaptureFixture[str]) -> None:
+    ran = project.runpytest("--stack=fake-slurm", "--stack=fake-htcondor", "-p", "no:randomly")
+    assert ran.ret == pytest.ExitCode.OK, ran.stdout.str()  # warn, the default
+    unproven = [x for x in ran.stdout.lines if x.startswith("fake-") and " unproven (" in x]
+    capsys.readouterr()
+    code = cli.main(["report", str(project.path / ".pytest-stacks" / "results.json"),
+                     "--single"])
+    out = capsys.readouterr().out
+    assert code != 0
+    assert f"{len(unproven)} problem(s)" in out, out
+    assert f"### Problems ({len(unproven)})" in out
+    assert "The report is always strict" in out and "--stack-unproven" in out
