@@ -41,9 +41,9 @@ NARROW = 100
 def _block(title: str, fields: list[tuple[str, str]], columns: int) -> list[str]:
     lines = [title]
     for label, value in fields:
+        # Words move to the next line whole; only one longer than a line (a path) is cut.
         lines.append(textwrap.fill(f"{label}: {value}", columns, initial_indent="  ",
-                                   subsequent_indent="    ", break_long_words=False,
-                                   break_on_hyphens=False))
+                                   subsequent_indent="    ", break_on_hyphens=False))
     return lines
 
 

@@ -50,8 +50,7 @@ def test_a_narrow_terminal_wraps_whole_words(capsys: pytest.CaptureFixture[str],
     for stack in manifest.stacks:
         assert stack.name in words, stack.name  # never cut in the middle
         assert set(stack.capabilities) <= words, stack.name
-    for line in out.splitlines():
-        assert len(line) <= 60 or len(line.split()) <= 3, line  # only a long path overflows
+    assert max(len(line) for line in out.splitlines()) <= 60
     assert len(out.splitlines()) < 10 * len(manifest.stacks)
 
 

@@ -97,3 +97,13 @@ def test_every_shell_block_of_the_guide_runs(project: Path, index: int, block: B
             assert hit is not None, f"{GUIDE.name}:{following.line}: {pattern!r} not printed " \
                                     f"(in order) by {block.text!r}:\n{said[-4000:]}"
             at = hit + 1
+
+
+def test_the_readmes_manifest_loads_and_shows_its_stack(tmp_path: Path) -> None:
+    [block] = [b for b in blocks((REPO / "README.md").read_text()) if b.lang == "yaml"]
+    (tmp_path / "manifest.yaml").write_text(block.text)
+    done = subprocess.run([str(Path(sys.executable).parent / "pytest-stacks"), "show",
+                           "site-slurm"], cwd=tmp_path, env=_env(), capture_output=True,
+                          text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    assert "(catalogue, via extends: slurm-24.11)" in done.stdout
