@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+import yaml
 
 REPO = Path(__file__).resolve().parents[2]
 GUIDE = REPO / "docs" / "user-guide.md"
@@ -107,3 +108,56 @@ def test_the_readmes_manifest_loads_and_shows_its_stack(tmp_path: Path) -> None:
                           text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stderr
     assert "(catalogue, via extends: slurm-24.11)" in done.stdout
+
+
+PAGES = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+
+
+def test_the_readme_links_a_guide_per_reader_and_the_users_starts_with_install() -> None:
+    readme = (REPO / "README.md").read_text()
+    assert "(docs/user-guide.md)" in readme and "(docs/contributing.md)" in readme
+    headings = re.findall(r"^## (.*)$", GUIDE.read_text(), re.M)
+    assert headings[:2] == ["Install", "A first project"], headings
+    [first_test] = [b for b in GUIDE_BLOCKS if b.note == "file: tests/test_jobs.py"]
+    assert first_test.line < 120  # a newcomer meets a test early, not 90 lines into set-up
+    for page in ("user-guide.md",):
+        text = (REPO / "docs" / page).read_text()
+        assert "setup.sh" not in text and "pip install -e" not in text
+
+
+def test_every_table_row_belongs_to_a_table() -> None:
+    """A paragraph inside a table leaves the rows after it as raw text."""
+    for page in PAGES:
+        lines = page.read_text().splitlines()
+        fenced = False
+        for number, line in enumerate(lines):
+            if line.startswith("```"):
+                fenced = not fenced
+            if fenced or not line.startswith("|"):
+                continue
+            if number and lines[number - 1].startswith("|"):
+                continue
+            below = lines[number + 1] if number + 1 < len(lines) else ""
+            assert re.fullmatch(r"\|(\s*:?-+:?\s*\|)+", below), \
+                f"{page.name}:{number + 1}: a table row outside a table: {line[:60]}"
+
+
+def test_a_stack_name_means_one_thing_across_the_docs() -> None:
+    """`doctor NAME` must do what the text around every NAME says: one name is never a
+    catalogue extension in one page and an existing site in another."""
+    meaning: dict[str, set[str]] = {}
+    for page in PAGES:
+        for block in blocks(page.read_text()):
+            if block.lang != "yaml":
+                continue
+            try:
+                data = yaml.safe_load(block.text)
+            except yaml.YAMLError:
+                continue
+            stacks = data.get("stacks") if isinstance(data, dict) else None
+            for stack in stacks if isinstance(stacks, list) else []:
+                if isinstance(stack, dict) and "name" in stack:
+                    kind = stack.get("provider") or f"extends {stack.get('extends')}"
+                    meaning.setdefault(str(stack["name"]), set()).add(str(kind))
+    clashes = {n: k for n, k in meaning.items() if len(k) > 1}
+    assert not clashes, clashes
