@@ -8,6 +8,7 @@ work on hosts with no registry access.
 
 from __future__ import annotations
 
+import importlib
 import os
 import re
 import shutil
@@ -18,6 +19,7 @@ from dataclasses import dataclass
 from importlib.util import find_spec
 from pathlib import Path
 
+from pytest_stacks import extras
 from pytest_stacks.errors import StacksError, redact
 from pytest_stacks.manifest import BaseImage, Manifest, Stack
 from pytest_stacks.polling import poll_until
@@ -172,14 +174,44 @@ def site_check(stack: Stack) -> Check:
                  f"prerequisite present ({time.monotonic() - started:.1f}s)")
 
 
+def extras_checks(stacks: Sequence[Stack]) -> list[Check]:
+    """A line per pytest-stacks extra the stacks need (the Docker SDK for container stacks,
+    SSH, the Kubernetes client, the HTCondor bindings), each imported for real: a module
+    that is present but cannot load (the bindings' shared libraries) fails here, not in a
+    run. Without stacks: what the container stacks need."""
+    wanted: dict[str, list[str]] = {}
+    for stack in stacks:
+        for extra in extras.needed(stack.provider, stack.transport):
+            wanted.setdefault(extra, []).append(stack.name)
+    if not stacks:
+        wanted["docker"] = ["the container stacks"]
+    out = []
+    for extra, users in wanted.items():
+        modules = extras.EXTRAS[extra]
+        try:
+            for module in modules:
+                importlib.import_module(module)
+        except Exception as exc:
+            out.append(Check(f"extra {extra}", False, f"{type(exc).__name__}: {exc} (needed by "
+                             f"{', '.join(users)})", extras.install_line([extra])))
+        else:
+            out.append(Check(f"extra {extra}", True, f"{', '.join(modules)} importable (needed "
+                             f"by {', '.join(users)})"))
+    return out
+
+
 def checks(manifest: Manifest | None, stacks: Sequence[Stack] = ()) -> list[Check]:
-    sites = [site_check(s) for s in stacks if s.provider == "existing"]
+    python = extras_checks([s for s in stacks if not s.is_fake])
+    lacking = {c.name.removeprefix("extra ") for c in python if not c.ok}
+    sites = [site_check(s) if not set(extras.needed(s.provider, s.transport)) & lacking
+             else Check(f"site {s.name}", False, "not checked: its pytest-stacks extra is "
+                        "missing (above)") for s in stacks if s.provider == "existing"]
     fakes = [Check(f"stack {s.name}", True, "an in-process double: needs nothing of this "
                    "machine (no engine, no image, no toolchain)") for s in stacks if s.is_fake]
     if stacks and len(sites) + len(fakes) == len(stacks):
-        return sites + fakes  # a site needs nothing of this machine but its route
+        return python + sites + fakes  # a site needs nothing of this machine but its route
     stacks = [s for s in stacks if not s.is_fake]
-    out: list[Check] = sites + fakes
+    out: list[Check] = python + sites + fakes
     debian_root = _is_debian_root()
     docker_cli = shutil.which("docker")
     out.append(Check("docker CLI", docker_cli is not None, docker_cli or "not installed",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import fnmatch
 from collections.abc import Iterable, Sequence
 
+import yaml
 from packaging.version import Version
 
 from pytest_stacks.errors import UnknownStackError
@@ -38,9 +39,29 @@ def select(manifest: Manifest, patterns: Sequence[str]) -> list[Stack]:
 
 
 def unknown_stack_message(pattern: str, names: Sequence[str], manifest: Manifest) -> str:
+    left_out = _left_out_of_use(pattern, manifest)
+    if left_out:
+        return (f"unknown stack {pattern!r} (manifest: {manifest.path}): the catalogue "
+                f"({manifest.catalogue}) has {', '.join(left_out)}, but this manifest's "
+                f"catalogue.use leaves it out. Add {left_out[0]!r} to catalogue.use in "
+                f"{manifest.path} (or drop `use` to use every catalogue stack).\n"
+                f"Known stacks: {', '.join(names)}")
     hint = did_you_mean(pattern, names, cutoff=0.5)
     return (f"unknown stack {pattern!r} (manifest: {manifest.path}).{hint}\n"
             f"Known stacks: {', '.join(names)}")
+
+
+def _left_out_of_use(pattern: str, manifest: Manifest) -> list[str]:
+    """The catalogue stacks ``pattern`` names that the manifest extending the catalogue did
+    not pick with ``catalogue.use`` (read from the catalogue file itself; empty if none)."""
+    if manifest.catalogue is None:
+        return []
+    try:
+        raw = yaml.safe_load(manifest.catalogue.read_text(encoding="utf-8")) or {}
+    except (OSError, yaml.YAMLError):
+        return []
+    catalogue = [str(s.get("name")) for s in raw.get("stacks") or [] if isinstance(s, dict)]
+    return [n for n in fnmatch.filter(catalogue, pattern) if n not in manifest.names()]
 
 
 def missing_capabilities(stack: Stack, required: Iterable[str]) -> list[str]:

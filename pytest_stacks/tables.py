@@ -6,6 +6,7 @@ import io
 import os
 import shutil
 import sys
+import textwrap
 from collections.abc import Mapping
 
 from rich.console import Console
@@ -32,7 +33,45 @@ def _render(table: Table) -> str:
     return buffer.getvalue().rstrip()
 
 
+#: Below this many columns a table's cells would cut words in the middle: each stack (and
+#: each window) becomes a block of lines instead, wrapped at whole words.
+NARROW = 100
+
+
+def _block(title: str, fields: list[tuple[str, str]], columns: int) -> list[str]:
+    lines = [title]
+    for label, value in fields:
+        # Words move to the next line whole; only one longer than a line (a path) is cut.
+        lines.append(textwrap.fill(f"{label}: {value}", columns, initial_indent="  ",
+                                   subsequent_indent="    ", break_on_hyphens=False))
+    return lines
+
+
+def _stacks_blocks(manifest: Manifest, columns: int) -> str:
+    lines = [f"stacks in {manifest.path}", ""]
+    for stack in manifest.stacks:
+        lanes = [*stack.lanes, *(["canary"] if stack.canary else [])]
+        version = " ".join([stack.version, *(f"({c} {v})" for c, v in stack.components.items())])
+        lines += _block(stack.name, [
+            ("backend", f"{stack.backend} {version} ({stack.role})"),
+            ("provider", stack.provider), ("lanes", ", ".join(lanes) or "-"),
+            ("capabilities", " ".join(sorted(stack.capabilities)))], columns)
+    lines += ["", "support windows", ""]
+    for backend in manifest.backends.values():
+        entries = [(backend.name, backend.window, f"{backend.name}.window"),
+                   *((f"{backend.name} {c}", w, f"{backend.name}.components.{c}")
+                     for c, w in backend.components.items())]
+        for label, window, key in entries:
+            lines += _block(label, [("anchor .. leading edge",
+                                     f"{window.anchor} .. {window.leading_edge}"),
+                                    ("written at", _whose(manifest, key))], columns)
+    return "\n".join(lines)
+
+
 def stacks_table(manifest: Manifest) -> str:
+    columns = width()
+    if columns < NARROW:
+        return _stacks_blocks(manifest, columns)
     table = Table(title=f"stacks in {manifest.path}")
     for column in ("stack", "backend", "version", "role", "provider", "lanes", "capabilities"):
         table.add_column(column, overflow="fold")

@@ -7,10 +7,11 @@ and an exit code: no command prints a traceback or picks its own code.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 
-from pytest_stacks import progress
+from pytest_stacks import extras, progress
 from pytest_stacks.ci import EMPTY_LANE_EXIT, EmptyLaneError
 from pytest_stacks.cli import parity, planning, report, stacks
 from pytest_stacks.errors import (
@@ -35,8 +36,18 @@ EXIT_CODES: tuple[tuple[type[BaseException], int], ...] = (
 )
 
 
+#: What ``--help`` says (plain text: the module's docstring is for readers of the code).
+DESCRIPTION = ("The pytest-stacks command line: list and show the stacks of the manifest, check "
+               "what they need (doctor), bring them up and down outside a pytest run, plan CI "
+               "lanes, and merge results files into a compatibility table.")
+EPILOG = ("Exit codes: the same as pytest's for the same error (4: bad input such as a "
+          "manifest or a stack name; 3: an infrastructure error); 141 when the reader of its "
+          "output went away (a closed pipe). The full table: the user's guide, Exit codes.")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="pytest-stacks", description=__doc__)
+    parser = argparse.ArgumentParser(prog="pytest-stacks", description=DESCRIPTION,
+                                     epilog=EPILOG)
     from importlib import metadata
 
     parser.add_argument("--version", action="version",
@@ -76,6 +87,10 @@ def _described(command: str, exc: BaseException) -> str:
         return f"pytest-stacks {command}: {exc}"
     if isinstance(exc, KeyboardInterrupt):
         return f"pytest-stacks {command}: interrupted"
+    if isinstance(exc, ModuleNotFoundError) and exc.name:
+        said = extras.missing_module_message(exc.name)
+        if said:
+            return f"pytest-stacks {command}: {said}"
     return f"pytest-stacks {command} failed: {type(exc).__name__}: {exc}"
 
 
@@ -86,10 +101,19 @@ def exit_code(exc: BaseException) -> int:
     return 1  # an engine or OS error
 
 
+#: A reader that stopped reading (``pytest-stacks matrix | head``): what a shell reports for
+#: a program ended by SIGPIPE (128 + 13), and nothing printed about it.
+BROKEN_PIPE_EXIT = 141
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         code = int(args.func(args))
+        sys.stdout.flush()  # a closed pipe shows here, not as a traceback at exit
+    except BrokenPipeError:
+        _quiet_stdout()
+        return BROKEN_PIPE_EXIT
     except (Exception, KeyboardInterrupt) as exc:
         print(describe(args.command, exc), file=sys.stderr)
         code = exit_code(exc)
@@ -97,6 +121,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"pytest-stacks {args.command}: {lost}", file=sys.stderr)
         code = code or 1
     return code
+
+
+def _quiet_stdout() -> None:
+    """Point stdout at /dev/null, so the interpreter's last flush at exit does not raise a
+    second BrokenPipeError (the way the Python docs advise for SIGPIPE)."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+    finally:
+        os.close(devnull)
 
 
 if __name__ == "__main__":

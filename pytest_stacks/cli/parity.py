@@ -22,21 +22,27 @@ from pytest_stacks.cli.common import manifest, manifest_path
 from pytest_stacks.errors import StacksError, UnknownStackError
 from pytest_stacks.selection import unknown_stack_message
 
+#: Where a user reads how to check their own double against a real stack.
+PARITY_DOCS = "the user's guide (docs/user-guide.md#your-own-fake-checked-against-a-real-stack)"
+
 
 def cmd_record(args: argparse.Namespace) -> int:
     loaded = manifest(args)
     if args.name not in loaded.names():
         raise UnknownStackError(unknown_stack_message(args.name, loaded.names(), loaded))
-    if loaded.get(args.name).provider == "fake":
-        raise StacksError(f"{args.name} is a fake stack: a recording is a real daemon's "
-                          f"answers, which the fakes are checked against, so nothing was "
-                          f"started. Record the real stack it is paired with in "
-                          f"{Path(args.tests) / 'parity.yaml'} instead")
     tests = Path(args.tests)
     parity_file = tests / "parity.yaml"
+    if loaded.get(args.name).provider == "fake":
+        paired = (f"the real stack it is paired with in {parity_file}" if parity_file.is_file()
+                  else "a real stack")
+        raise StacksError(f"{args.name} is a fake stack: a recording is a real daemon's "
+                          f"answers, which the fakes are checked against, so nothing was "
+                          f"started. Record {paired} instead")
     if not parity_file.is_file():
-        raise StacksError(f"{parity_file} does not exist: --tests names the folder of the "
-                          f"parity test and its parity.yaml (this repository: tests/parity)")
+        raise StacksError(
+            f"{parity_file} does not exist: `record` runs your parity test on the stack, and "
+            f"--tests names its folder (a parity test beside a parity.yaml pairing your fake "
+            f"with a real stack; {PARITY_DOCS} says how to write one), so nothing was started")
     target = Path(args.to) if args.to else tests / "recordings"
     env = {**os.environ, "PYTEST_STACKS_RECORD_TO": str(target.resolve())}
     command = [sys.executable, "-m", "pytest", str(tests), f"--stack={args.name}",
@@ -67,11 +73,11 @@ def _version(path: Path) -> tuple[int, int, int] | None:
 
 
 def register(sub: Any) -> None:
-    p = sub.add_parser("record", help="record a real stack's exchanges for the fakes' parity "
-                                      "check (tests/parity/recordings/NAME.json)")
+    p = sub.add_parser("record", help="record a real stack's exchanges for a parity check of "
+                                      "a fake (written to TESTS/recordings/NAME.json)")
     p.add_argument("name", metavar="NAME", help="a real stack of the manifest")
     p.add_argument("--tests", default="tests/parity",
-                   help="the folder holding the parity test and parity.yaml "
+                   help="the folder holding your parity test and its parity.yaml "
                         "(default: tests/parity)")
     p.add_argument("--to", default=None, metavar="DIR",
                    help="where the recording goes (default: TESTS/recordings)")

@@ -73,7 +73,7 @@ def register(subparsers: Any) -> None:
                     "results: the commit and code of this checkout (the current folder), the "
                     "manifest's digest, the stack's inputs digest and the plan (the digest of "
                     "all rows), which the report recomputes. Exit 3 when the lane is empty.")
-    m.add_argument("--lane", required=True, choices=LANES)
+    m.add_argument("--lane", required=True, choices=LANES, help="the lane to plan")
     m.add_argument("--tests", default="", metavar="TEXT",
                    help="what pytest runs on each stack: paths (or node ids), -k and -m (e.g. "
                         "'tests/contract tests/backend'); carried in every row, and a job's "

@@ -96,7 +96,9 @@ def register(subparsers: Any) -> None:
     r = subparsers.add_parser(
         "report", help="merge results files into one compatibility table",
         description="Merge the results files that pytest runs with stacks wrote into one "
-                    "compatibility table (backends and versions by capabilities). Fails closed: "
+                    "compatibility table (backends and versions by capabilities). Always "
+                    "strict: a capability no passing test proved is a problem whatever "
+                    "--stack-unproven the run used. Fails closed: "
                     "exit 0 only when every stack the lane (or matrix) expects is reported "
                     "exactly once, with the manifest's pins, from a whole run of this "
                     "commit's code and inputs as its plan's job, and passed; exit "

@@ -183,6 +183,13 @@ def _up_fake(stack: Stack) -> int:
 
 
 def cmd_logs(args: argparse.Namespace) -> int:
+    known = manifest(args)
+    if args.name in known.names() and known.get(args.name).is_fake:
+        # A fake lives inside the pytest run that uses it: no container, no engine to ask.
+        raise StacksError(
+            f"{args.name} is a fake: it runs in process, inside the pytest run that uses it, "
+            f"and has no containers or daemon logs to show. A failing test's report carries "
+            f"what it did; tests read it with the stack_logs fixture.")
     from pytest_stacks import dockerutil
     from pytest_stacks.providers.labels import LABEL_STACK
 
@@ -249,7 +256,7 @@ def register(sub: Any) -> None:
         "Print one stack in full: versions, provider, transport, capabilities, what it "
         "requires of this machine, its images and build args, and which file and line each "
         "field came from (your manifest or the catalogue)."))
-    show.add_argument("name")
+    show.add_argument("name", metavar="NAME", help="a stack of the manifest")
     show.set_defaults(func=cmd_show)
     doctor = sub.add_parser("doctor", help="check what the stacks need; --fix repairs it",
                             description=(
@@ -260,7 +267,10 @@ def register(sub: Any) -> None:
     doctor.add_argument("names", nargs="*", metavar="NAME",
                         help="only these stacks (globs allowed); for an existing deployment, "
                              "its preflight alone")
-    doctor.add_argument("--fix", action="store_true")
+    doctor.add_argument("--fix", action="store_true",
+                        help="repair what fails and can be repaired (Debian, as root): install "
+                             "and start the Docker engine and compose v2, seed base images, "
+                             "remove superseded images; then check again")
     doctor.add_argument("--stack", action="append", default=[],
                         help="only what these stacks need (globs allowed)")
     doctor.set_defaults(func=cmd_doctor)
@@ -268,7 +278,8 @@ def register(sub: Any) -> None:
                           description=(
         "Build the Debian base images the stack images start from with debootstrap, from "
         "Debian's archive: stacks then build on a machine that reaches no image registry."))
-    seed.add_argument("suite", nargs="+", choices=["bullseye", "bookworm", "trixie"])
+    seed.add_argument("suite", nargs="+", choices=["bullseye", "bookworm", "trixie"],
+                      help="the Debian suites whose base images to build")
     seed.set_defaults(func=cmd_seed)
     reap = sub.add_parser("reap", help="remove what dead runs left behind", description=(
         "Remove what runs that died left behind (containers, networks, volumes, kind "
@@ -292,7 +303,7 @@ def _register_running(sub: Any) -> None:
         "Prints how to reach it as JSON. A fake is only probed: an in-process double lives "
         "in each test process, so nothing is kept. End a kept stack with `pytest-stacks "
         "down NAME`."))
-    up.add_argument("name")
+    up.add_argument("name", metavar="NAME", help="a stack of the manifest")
     up.set_defaults(func=cmd_up)
     down = sub.add_parser("down", help="bring kept stacks down", description=(
         "End the stacks kept by `pytest-stacks up` or --stack-keep=on-failure (all of them, "
@@ -304,8 +315,9 @@ def _register_running(sub: Any) -> None:
     down.set_defaults(func=cmd_down)
     logs = sub.add_parser("logs", help="container logs of a running stack", description=(
         "Print the last lines of each container of a running (e.g. kept) stack."))
-    logs.add_argument("name")
-    logs.add_argument("--tail", type=int, default=200)
+    logs.add_argument("name", metavar="NAME", help="a running (real) stack")
+    logs.add_argument("--tail", type=int, default=200, metavar="N",
+                      help="the last N lines of each container (default: 200)")
     logs.set_defaults(func=cmd_logs)
     build = sub.add_parser("build", help="prepare stacks ahead of a run: build their images "
                            "and programs, start nothing", description=(

@@ -15,12 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from pytest_stacks import signals
+from pytest_stacks import extras, signals
 from pytest_stacks.errors import ManifestError, StacksError, UnknownStackError
 from pytest_stacks.lifecycle import StackPool, new_run_id, runs_root
 from pytest_stacks.manifest import Manifest, Stack
 from pytest_stacks.manifest import load as load_manifest
-from pytest_stacks.manifest.catalogue import default_manifest
+from pytest_stacks.manifest.catalogue import MANIFEST_NAME, default_manifest, is_stacks_manifest
 from pytest_stacks.plugin import (
     allure,
     bringup,
@@ -62,7 +62,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("stacks", "pytest-stacks: run against pinned backend stacks")
     group.addoption("--stack", action="append", default=[], metavar="NAME",
                     help="Stack to run against (repeatable; shell globs such as 'slurm-*'). "
-                         "Default: the fake stacks.")
+                         "Default, once pytest-stacks is on for the project (this option, "
+                         "--stack-manifest, the 'stacks_manifest' ini option or a "
+                         "pytest-stacks manifest.yaml in the rootdir): the manifest's fake "
+                         "stacks; otherwise none, and tests that use a stack stop the run "
+                         "saying how to turn it on.")
     group.addoption("--stack-manifest", default=None, metavar="PATH",
                     help="Manifest to read (default: the 'stacks_manifest' ini option; else "
                          "the rootdir's manifest.yaml if it is a pytest-stacks manifest; else "
@@ -128,10 +132,13 @@ def _manifest_requested(config: pytest.Config) -> bool:
     """Whether this project uses pytest-stacks at all.
 
     Installing the plugin must not change unrelated projects: a file that happens to be called
-    manifest.yaml is only read when the project says so (ini option) or the command line does.
+    manifest.yaml turns it on only when it is a pytest-stacks manifest (a top-level
+    ``catalogue:`` or ``stacks:`` key) in the rootdir; else the project says so (ini option) or
+    the command line does.
     """
     return bool(config.getoption("stack_manifest") or config.getini("stacks_manifest")
-                or config.getoption("stack") or config.getoption("stacks"))
+                or config.getoption("stack") or config.getoption("stacks")
+                or is_stacks_manifest(config.rootpath / MANIFEST_NAME))
 
 
 def _load(config: pytest.Config) -> tuple[Manifest, list[Stack]]:
@@ -140,9 +147,26 @@ def _load(config: pytest.Config) -> tuple[Manifest, list[Stack]]:
     except ManifestError as exc:
         raise pytest.UsageError("pytest-stacks: invalid manifest:\n" + str(exc)) from None
     try:
-        return manifest, select(manifest, config.getoption("stack"))
+        selected = select(manifest, config.getoption("stack"))
     except UnknownStackError as exc:
         raise pytest.UsageError(f"pytest-stacks: {exc}") from None
+    _require_extras(selected)
+    return manifest, selected
+
+
+def _require_extras(selected: list[Stack]) -> None:
+    """A selected stack whose pytest-stacks extra is not installed is a usage error before
+    anything starts, naming the stacks and the install line (a fakes-only install has none
+    of the Docker, SSH, Kubernetes or HTCondor libraries)."""
+    lacking: dict[str, list[str]] = {}
+    for stack in selected:
+        for extra in extras.missing(extras.needed(stack.provider, stack.transport)):
+            lacking.setdefault(extra, []).append(stack.name)
+    if lacking:
+        said = "; ".join(f"the {extra!r} extra for {', '.join(names)}"
+                         for extra, names in lacking.items())
+        raise pytest.UsageError(f"pytest-stacks: not installed: {said}. Install it: "
+                                f"{extras.install_line(sorted(lacking))}")
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -55,8 +55,26 @@ def pytest_pycollect_makeitem(collector: pytest.Collector, name: str,
         if isinstance(item, pytest.Function):
             problem = _marker_problem(item, manifest)
             if problem:
-                raise collector.CollectError(f"{item.nodeid}: {problem}")
+                raise collector.CollectError(f"{MARKER_ERROR}{item.nodeid}: {problem}")
     return result
+
+
+#: How a marker's collection error starts, so the session's end can tell it from others.
+MARKER_ERROR = "pytest-stacks marker error: "
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """A marker typo is a usage error (exit 4, as an unknown --stack is), not the
+    "interrupted" (2) a collection error gets (or, under xdist, which runs on past it, 1).
+    Read from the terminal's collection errors, which under xdist also hold the workers'."""
+    if exitstatus not in (pytest.ExitCode.INTERRUPTED, pytest.ExitCode.TESTS_FAILED):
+        return
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    errors = [r for r in getattr(reporter, "stats", {}).get("error", [])
+              if isinstance(r, pytest.CollectReport)]
+    if any(MARKER_ERROR in str(r.longrepr) for r in errors):
+        session.exitstatus = pytest.ExitCode.USAGE_ERROR
 
 
 def _marker_problem(item: pytest.Function, manifest: Manifest) -> str | None:

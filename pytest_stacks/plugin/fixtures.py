@@ -67,17 +67,26 @@ def _attached(request: pytest.FixtureRequest, stack: Stack) -> Attached:
     return pool.acquire(stack)  # InfrastructureError marks the test as infra
 
 
+def not_on_message(test: pytest.Item | pytest.Session) -> str:
+    """Why a test that asks for a stack cannot have one, naming the test (a session-scoped
+    fixture's own node is the session, which has no name) and the exact line to add."""
+    name = getattr(test, "nodeid", "") or "a test"
+    return (f"pytest-stacks: {name} uses the 'stack' fixture but pytest-stacks is not on for "
+            f"this project. Turn it on with one of: pick stacks on the command line "
+            f"(--stack fake-slurm; `pytest --stacks` lists them); add `stacks_manifest = "
+            f"manifest.yaml` under [pytest] in pytest.ini (or `stacks_manifest = "
+            f"\"manifest.yaml\"` under [tool.pytest.ini_options] in pyproject.toml); or write "
+            f"a pytest-stacks manifest.yaml (with a top-level `catalogue:` or `stacks:` key) "
+            f"in the rootdir {test.config.rootpath}.")
+
+
 @pytest.fixture(scope="session")
 def stack(request: pytest.FixtureRequest) -> Stack:
     """The stack a test runs on (tests using it are parametrised over the selected stacks)."""
     current = request.config.stash.get(STATE, None)
     if current is None or current.manifest is None:
         # Once for the run, not a traceback per test: every other stack test would say the same.
-        pytest.exit(
-            f"pytest-stacks: {request.node.name} uses the 'stack' fixture but pytest-stacks is "
-            f"not on for this project: pick stacks with --stack NAME (e.g. --stack fake-slurm; "
-            f"`pytest --stacks` lists them), or set the 'stacks_manifest' ini option (e.g. "
-            f"stacks_manifest = manifest.yaml) or pass --stack-manifest PATH.",
+        pytest.exit(not_on_message(getattr(request, "_pyfuncitem", request.node)),
             returncode=int(pytest.ExitCode.USAGE_ERROR))
     param = getattr(request, "param", None)
     if not isinstance(param, Stack):

@@ -149,7 +149,9 @@ class Tracker:
             self._state.ran[name] += 1
 
     def pytest_deselected(self, items: list[pytest.Item]) -> None:
-        self._state.deselected += sum(1 for i in items if not i.stash.get(OWN_DESELECTION, False))
+        own = sum(1 for i in items if i.stash.get(OWN_DESELECTION, False))
+        self._state.own_deselected += own
+        self._state.deselected += len(items) - own
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         """The stack tests collected (parametrised with a stack, never a test whose own
@@ -165,6 +167,8 @@ class Tracker:
         output = getattr(node, "workeroutput", None) or {}
         self._state.deselected = max(self._state.deselected,
                                      int(output.get(WORKER_DESELECTED, 0)))
+        self._state.own_deselected = max(self._state.own_deselected,
+                                         int(output.get(WORKER_OWN_DESELECTED, 0)))
         collected = output.get(WORKER_COLLECTED)
         if isinstance(collected, list) and self._state.collected is None:
             self._state.collected = [str(nodeid) for nodeid in collected]
@@ -179,6 +183,7 @@ class Tracker:
 WORKER_DESELECTED = "pytest_stacks_deselected"
 WORKER_COLLECTED = "pytest_stacks_collected"
 WORKER_LOST_WRITES = "pytest_stacks_lost_writes"
+WORKER_OWN_DESELECTED = "pytest_stacks_own_deselected"
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -210,6 +215,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         workeroutput = getattr(session.config, "workeroutput", None)
         if workeroutput is not None:
             workeroutput[WORKER_DESELECTED] = current.deselected
+            workeroutput[WORKER_OWN_DESELECTED] = current.own_deselected
             workeroutput[WORKER_COLLECTED] = list(current.collected or ())
             workeroutput[WORKER_LOST_WRITES] = progress.lost_writes()
         current.pool.release()
@@ -352,9 +358,8 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int,
             tr.write_line(line)
     # What ran, as the results file and the compatibility table say it.
     tr.write_line(f"run scope: {outcomes.run_scope(config).describe()}, "
-                  f"{current.deselected} test(s) deselected")
-    for note in current.notes:
-        tr.write_line(str(note), yellow=note.kind == "unproven")
+                  f"{summary.deselected(current)}")
+    summary.notes(tr, current)
     summary.fail_closed(tr, current)
     if current.closing_problems:
         # The closing line ("5 passed, 1 fail-closed in 0.3s") says why the run failed.

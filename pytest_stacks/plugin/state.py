@@ -39,6 +39,9 @@ class State:
     #: Tests deselected by anything but the plugin's own backend filter (-k, -m, --deselect,
     #: --lf, a conftest or another plugin); under xdist, what the workers reported.
     deselected: int = 0
+    #: Tests the plugin itself deselected (``for_backend``, ``for_transport``,
+    #: ``for_provider``: about another stack); said in the summary beside :attr:`deselected`.
+    own_deselected: int = 0
     #: The run reached collection: its results are written, also when it ends early.
     collecting: bool = False
     #: What binds its results to the code and inputs it ran with, taken then.

@@ -28,6 +28,22 @@ def fail_closed(tr: Any, current: State) -> None:
         tr.write_line(f"FAIL-CLOSED: {problem}", red=True, bold=True)
 
 
+def notes(tr: Any, current: State) -> None:
+    """What the run says but does not fail on, a line each; under ``-q`` the unproven
+    capabilities (a line per stack and capability) are counted instead, with where to read
+    them, as the fail-closed lines are."""
+    said = current.notes
+    unproven = [n for n in said if n.kind == "unproven" and n.stack is not None]
+    if tr.config.get_verbosity() < 0 and len(unproven) > 1:
+        path = outcomes.results_path(tr.config)
+        where = f", or read each stack's \"problems\" in {path}" if path is not None else ""
+        tr.write_line(f"{len(unproven)} unproven capabilities; run without -q to see them"
+                      f"{where}", yellow=True)
+        said = [n for n in said if n not in unproven]
+    for note in said:
+        tr.write_line(str(note), yellow=note.kind == "unproven")
+
+
 def infra_section(tr: Any) -> set[str]:
     """One paragraph per broken stack: its reason and its logs once, how many tests it cost
     (listed under -v), never the same error once per test. Returns the stacks said, so the
@@ -88,3 +104,17 @@ def stack_line(current: State, stack: Stack) -> str:
             versions += f", up in {record.startup_s:.1f}s"
     return (f"{stack.name} ({stack.backend} {stack.version}, {stack.provider}):{versions} "
             f"{current.ran[stack.name]} test(s) ran")
+
+
+def deselected(current: State) -> str:
+    """One deselected count, as pytest's closing line has it, with what deselected them: the
+    plugin's own filter (a test about another backend, transport or provider is deselected,
+    not skipped, there) and everything else (-k, -m, --deselect, a conftest or plugin)."""
+    total = current.deselected + current.own_deselected
+    if not current.own_deselected:
+        return f"{total} test(s) deselected"
+    by = [f"{current.own_deselected} by for_backend/for_transport/for_provider (about "
+          f"another stack's backend, transport or provider)"]
+    if current.deselected:
+        by.append(f"{current.deselected} by -k, -m, --deselect, a conftest or a plugin")
+    return f"{total} test(s) deselected: {'; '.join(by)}"

@@ -20,13 +20,17 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pytest_stacks.errors import InfrastructureError
 from pytest_stacks.manifest import Stack
 from pytest_stacks.providers.base import RunContext, StackInfo
-from pytest_stacks.transports.ssh import Hop, SshTransport
-from pytest_stacks.transports.ssh_keys import client_key_pair, write_known_hosts
+
+if TYPE_CHECKING:
+    from pytest_stacks.transports.ssh import SshTransport
+
+# The SSH client (paramiko) and the key library (cryptography) are the 'ssh' extra: imported
+# where a stack is reached over SSH, so every other run imports without them.
 
 HOST_KEY = "/etc/ssh/ssh_host_ed25519_key.pub"
 ENDPOINT = "ssh"
@@ -56,6 +60,8 @@ def credentials_folder(stack: Stack, ctx: RunContext) -> Path:
 
 def client_environment(stack: Stack, ctx: RunContext) -> dict[str, str]:
     """A key pair made for this run; its public half goes to the stack's authorized_keys."""
+    from pytest_stacks.transports.ssh_keys import client_key_pair
+
     _route(stack)  # a broken route is reported before anything is built
     _, public = client_key_pair(credentials_folder(stack, ctx),
                                 f"pytest-stacks-{ctx.run_id}-{stack.name}")
@@ -68,6 +74,9 @@ def pin(stack: Stack, ctx: RunContext, info: StackInfo,
 
     Returns the endpoint entry for ``info.endpoints``.
     """
+    from pytest_stacks.transports.ssh import Hop
+    from pytest_stacks.transports.ssh_keys import write_known_hosts
+
     assert stack.compose is not None
     user, login_port, via = _route(stack)
     services = [s for s, _ in via] + [stack.compose.service]
@@ -95,6 +104,8 @@ def pin(stack: Stack, ctx: RunContext, info: StackInfo,
 
 
 def transport(endpoints: Mapping[str, str]) -> SshTransport:
+    from pytest_stacks.transports.ssh import Hop, SshTransport
+
     data: dict[str, Any] = json.loads(endpoints[ENDPOINT])
     return SshTransport([Hop.from_json(h) for h in data["hops"]], Path(data["key"]),
                         Path(data["known_hosts"]))
@@ -103,6 +114,8 @@ def transport(endpoints: Mapping[str, str]) -> SshTransport:
 def command_line(endpoints: Mapping[str, str]) -> str:
     """The ``ssh`` command a person pastes to reach the login node the way the tests did: the
     run's key, its pinned known_hosts, every jump host."""
+    from pytest_stacks.transports.ssh import Hop
+
     data: dict[str, Any] = json.loads(endpoints[ENDPOINT])
     hops = [Hop.from_json(h) for h in data["hops"]]
     options = (f"-i {data['key']} -o UserKnownHostsFile={data['known_hosts']} "

@@ -154,7 +154,7 @@ def _checked(doc: ResultsDoc, stack: StackResult, want: Mapping[str, Any] | None
         found += _offer_problems(stack, known)
         found += _version_problems(doc, stack, known)
     verdict = _verdict_problem(stack)
-    found += [verdict] if verdict else []
+    found += [verdict] if verdict and not _said_by_its_problems(stack) else []
     found += [_line(p) for p in stack.problems]
     return Row(stack=stack.name, backend=stack.backend, version=stack.version, role=stack.role,
                lane=label or lane or "", provider=stack.provider, transport=stack.transport,
@@ -229,6 +229,16 @@ def _verdict_problem(stack: StackResult) -> str | None:
         open_ = [n for n, c in stack.capabilities.items() if c.status == "unproven"]
         return f"unproven: no test proved {', '.join(open_) or 'its capabilities'}"
     return f"{stack.verdict}: no test ran on this stack"
+
+
+def _said_by_its_problems(stack: StackResult) -> bool:
+    """An unproven stack whose results already carry a line per unproven capability (as
+    the run's summary printed them): its verdict line would count each one a second time."""
+    if stack.verdict != "unproven":
+        return False
+    open_ = [n for n, c in stack.capabilities.items() if c.status == "unproven"]
+    return bool(open_) and all(any(p.startswith(f"{name} unproven") for p in stack.problems)
+                               for name in open_)
 
 
 def _some(nodeids: Sequence[str]) -> str:

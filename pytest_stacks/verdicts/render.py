@@ -86,6 +86,12 @@ def _md(text: str) -> str:
     return html.escape(flat, quote=False).translate(MARKDOWN_SPECIALS)
 
 
+#: Why a run that passed under pytest's default policy is not green here.
+STRICT = ("The report is always strict: a declared capability no passing test proved is a "
+          "problem here, whatever --stack-unproven the run used (warn, the default, only "
+          "keeps it from failing the pytest run).")
+
+
 def markdown(model: Compatibility) -> str:
     icon = "✅" if model.green else "❌"
     header = ["Backend", "Version", "Role", "Stack", "Lane · provider · transport · "
@@ -109,6 +115,8 @@ def markdown(model: Compatibility) -> str:
         lines += ["", "### Parity: fakes checked against recordings, real stacks recorded", ""]
         lines += [f"- {_md(row.stack)}: {_md(row.parity)}" for row in checked]
     lines += ["", f"### Problems ({len(model.problems)})", ""]
+    if any(row.verdict == "unproven" for row in model.rows):
+        lines += [f"_{_md(STRICT)}_", ""]
     lines += [f"{i}. {_md(p)}" for i, p in enumerate(model.problems, 1)] or ["None."]
     failing = failures(model)
     if failing:

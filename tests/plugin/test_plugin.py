@@ -154,7 +154,7 @@ def test_unknown_capability_is_a_collection_error(project: pytest.Pytester) -> N
             pass
     """)
     result = project.runpytest("--stack=fake-slurm", "test_typo.py")
-    assert result.ret == pytest.ExitCode.INTERRUPTED
+    assert result.ret == pytest.ExitCode.USAGE_ERROR  # as an unknown --stack (issue 58)
     result.stdout.fnmatch_lines(["*unknown capability 'outputz' (did you mean 'outputs'?)*"])
 
 

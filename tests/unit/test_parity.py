@@ -270,7 +270,10 @@ def test_record_without_a_parity_file_says_which_folder_it_needs(
 
     assert cli.main(["record", "slurm-24.11", "--tests", str(tmp_path)]) == 2
     err = capsys.readouterr().err
-    assert f"{tmp_path / 'parity.yaml'} does not exist: --tests names the folder" in err
+    assert f"{tmp_path / 'parity.yaml'} does not exist: `record` runs your parity test" in err
+    assert "--tests names its folder" in err
+    # A user's project has no tests/parity of this repository's (issue 58): never sent there.
+    assert "this repository" not in err and "tests/parity" not in err
     assert "Traceback" not in err
 
 
