@@ -3,13 +3,13 @@
 a request is refused on the healthy stack: the test data the drivers' declared words
 (``pytest_stacks/backends/*/outages.py``) are checked against (tests/unit/test_outages.py).
 
-    .venv/bin/python scripts/record_outages.py slurm-24.11 slurmctld
+    .venv/bin/python scripts/record_outages.py slurm-24.11 stop-slurmctld
     .venv/bin/python scripts/record_outages.py htcondor-25 network
 
 One pytest session per fault, as a user runs one (the plugin brings the stack up and tears it
 down: nothing is left): on the healthy stack, requests it refuses (expected: not "gone");
-then the fault (``network``: the container cut off its network; otherwise the process of that
-name SIGKILLed inside the live container); then the same calls again (expected: "gone").
+then the fault (``network``: the container cut off its network; ``stop-NAME``: that daemon
+frozen with SIGSTOP; otherwise the process of that name SIGKILLed inside the live container); then the same calls again (expected: "gone").
 Each answer is written to tests/data/outages/STACK--FAULT.json with its provenance: the stack,
 the daemon's version as observed, the fault, each call, when, and the commit.
 """
@@ -48,6 +48,8 @@ def fault(stack_info, which):
         mode = subprocess.run(["docker", "inspect", "-f", "{{.HostConfig.NetworkMode}}",
                                container], capture_output=True, text=True, check=True)
         argv = ["docker", "network", "disconnect", mode.stdout.strip(), container]
+    elif which.startswith("stop-"):  # the daemon frozen (SIGSTOP): alive, never answering
+        argv = ["docker", "exec", container, "pkill", "-STOP", "-x", which[len("stop-"):]]
     else:
         argv = ["docker", "exec", container, "pkill", "-KILL", "-x", which]
     subprocess.run(argv, check=True, capture_output=True)
@@ -107,8 +109,8 @@ def test_record(backend, stack, stack_info):
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("stack")
-    parser.add_argument("fault", help="network, or the daemon to SIGKILL (slurmctld, "
-                                      "condor_schedd)")
+    parser.add_argument("fault", help="network; stop-DAEMON (SIGSTOP, e.g. stop-slurmctld); "
+                                      "or the daemon to SIGKILL (condor_schedd)")
     args = parser.parse_args()
     body = SLURM if args.stack.startswith("slurm") else HTCONDOR
     target = OUT / f"{args.stack}--{args.fault}.json"

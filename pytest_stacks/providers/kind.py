@@ -373,6 +373,14 @@ class KindProvider:
         if ready.returncode != 0:
             return (f"the API server of kind cluster {info.project} does not answer /readyz",
                     (ready.stderr or ready.stdout)[-2000:])
+        operator = self._run([info.private.get("kubectl", "kubectl"), "--kubeconfig",
+                              info.endpoints["kubeconfig"], "-n", "mpi-operator", "get",
+                              "deployment/mpi-operator", "-o",
+                              "jsonpath={.status.availableReplicas}"], 30)
+        if operator.returncode != 0 or operator.stdout.strip() in ("", "0"):
+            return (f"the MPI Operator's deployment in kind cluster {info.project} has no "
+                    f"available replica ({(operator.stderr or operator.stdout).strip()[-300:]})",
+                    "")
         return "", ""
 
     def sweep_run(self, ctx: RunContext, keep: Collection[str] = ()) -> list[str]:
