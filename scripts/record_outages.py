@@ -9,7 +9,8 @@ a request is refused on the healthy stack: the test data the drivers' declared w
 One pytest session per fault, as a user runs one (the plugin brings the stack up and tears it
 down: nothing is left): on the healthy stack, requests it refuses (expected: not "gone");
 then the fault (``network``: the container cut off its network; ``stop-NAME``: that daemon
-frozen with SIGSTOP; otherwise the process of that name SIGKILLed inside the live container); then the same calls again (expected: "gone").
+frozen with SIGSTOP; otherwise the process of that name SIGKILLed inside the live
+container); then the same calls again (expected: "gone").
 Each answer is written to tests/data/outages/STACK--FAULT.json with its provenance: the stack,
 the daemon's version as observed, the fault, each call, when, and the commit.
 """
