@@ -51,6 +51,9 @@ BODY = """
 import json, subprocess, time
 from pytest_stacks.contract import JobSpec, JobState, submitted, wait_for
 
+SIGNAL = ('found=; for p in /proc/[0-9]*; do if [ "$(cat "$p/comm" 2>/dev/null)" = "%(name)s" ]; '
+          'then kill -%(sig)s "${p#/proc/}" && found=1; fi; done; [ -n "$found" ]')
+
 def _service(stack_info, service):
     if not service:
         return stack_info["container"]
@@ -80,7 +83,7 @@ def test_2_the_fault(backend, stack, stack_info):
     elif fault == "pause":
         argv = ["docker", "pause", container]
     else:
-        argv = ["docker", "exec", container, "pkill", "-KILL", "-x", fault]
+        argv = ["docker", "exec", container, "sh", "-c", SIGNAL % {"sig": "KILL", "name": fault}]
     subprocess.run(argv, check=True, capture_output=True)
     with open("fault.txt", "w") as out:
         out.write(str(time.time()))

@@ -2,10 +2,11 @@
 refused".
 
 CEDAR, the wire protocol, reports a peer it cannot reach as ``CEDAR:6001`` (failed to connect)
-and friends; the security layer (SECMAN) reports a session it could not make with a peer that
-went away as ``SECMAN:2003``/``SECMAN:2004``; the bindings wrap them in ``Failed to connect to
-schedd`` or ``Unable to locate``. Those recorded from the pinned stacks are in
-tests/data/outages/htcondor-*.json.
+and friends; the security layer (SECMAN) reports a session it could not make or resume with a
+peer that went away as ``SECMAN:2003``, ``2004`` or ``2007``; the bindings wrap them in
+``Failed to connect to schedd`` or ``Failed to fetch ads from schedd, errmsg=...`` (with no
+errmsg, the 25.14 bindings' answer to a constraint the schedd cannot parse: a refusal).
+Those recorded from the pinned stacks are in tests/data/outages/htcondor-*.json.
 """
 
 from __future__ import annotations
@@ -25,12 +26,14 @@ WORDS = OutageWords(
                r"Unable to (locate|contact) (the )?collector|"
                r"Failed to end classad message|Unable to query collector", COLLECTOR),
         Phrase(r"CEDAR:600[0-9]", SCHEDD),
-        Phrase(r"SECMAN:200[34]", SCHEDD),
+        # A session with a peer that went away: 2003/2004 could not start one, 2007 (recorded
+        # on htcondor-25, its schedd SIGKILLed) could not resume the cached one.
+        Phrase(r"SECMAN:200[347]", SCHEDD),
         Phrase(r"SECMAN:.*(timed out|connection refused|failed to connect)", SCHEDD),
-        Phrase(r"(Connection refused|timed out).*(schedd|collector|condor)|"
-               r"(schedd|collector|condor).*(Connection refused|timed out)", SCHEDD),
     ),
     refused=(
+        # A constraint the schedd cannot parse, as the 25.14 bindings say it (no errmsg).
+        Phrase(r"Failed to fetch ads from schedd, errmsg=\s*$", "query refused"),
         Phrase(r"Submit (failed|error)|ERROR: .*submit", "submission refused"),
         Phrase(r"Parse error|Unrecognized (command|attribute)|invalid expression",
                "request refused"),

@@ -21,7 +21,6 @@ WORDS = OutageWords(
                r"Communication connection failure|Unable to contact)", CONTROLLER),
         Phrase(r"Slurmctld\(primary\) at \S+ is DOWN", CONTROLLER),
         Phrase(r"Communication connection failure", CONTROLLER),
-        Phrase(r"Connection refused.*slurm|slurm.*Connection refused", CONTROLLER),
         Phrase(r"Munge encode failed|Unable to create munge credential|"
                r"Munged communication error", "munged not responding"),
         Phrase(r"slurmdbd.*(connection refused|not responding)|"
