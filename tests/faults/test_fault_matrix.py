@@ -154,7 +154,9 @@ def _run_row(tmp_path: Path, row: Row) -> None:
     ended = [float(line.split()[0]) for line in
              (tmp_path / "finished.txt").read_text().splitlines()]
     took = max(ended) - fault_at
-    print(f"{row.stack} {row.fault}: its tests ended {took:.1f} s after the fault")
+    print(f"{row.stack} {row.fault}: its tests ended {took:.1f} s after the fault; "
+          f"{stack['infra']}; " + ", ".join(f"{t['nodeid'].split('::')[1]} {t['outcome']} "
+                                            f"{t['duration_s']:.1f} s" for t in stack["tests"]))
     assert took < AFTER_THE_FAULT_S, f"the run went on {took:.0f} s after the fault"
     assert _resources(proc.pid) == [], "the broken stack's resources must be torn down"
 
