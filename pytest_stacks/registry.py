@@ -40,6 +40,10 @@ class BackendSpec:
     #: (what the real daemons' place takes: a host that answers the scheduler's commands, a
     #: schedd, an API server), handed to users' own clients by the ``stack_fake`` fixture.
     fake_double: str = ""
+    #: ``module:attribute`` of its daemons' words (:class:`~pytest_stacks.backends.outages.
+    #: OutageWords`): which failures mean "the service is not there" (infrastructure) and
+    #: which "the request was refused" (the product's); None: nothing declared.
+    outages: str | None = None
 
     @property
     def implemented(self) -> bool:
@@ -59,17 +63,20 @@ BACKENDS: dict[str, BackendSpec] = {
         BackendSpec("slurm", ("local", "ssh"),
                     "pytest_stacks.backends.slurm.adapter:SlurmComposeAdapter",
                     "pytest_stacks.backends.slurm.adapter:fake_client", "SLURM_IMAGE_TAG",
-                    "pytest_stacks.backends.slurm.site:SlurmSite", fake_double="transport"),
+                    "pytest_stacks.backends.slurm.site:SlurmSite", fake_double="transport",
+                    outages="pytest_stacks.backends.slurm.outages:WORDS"),
         BackendSpec("htcondor", ("bindings", "ssh"),
                     "pytest_stacks.backends.htcondor.adapter:HTCondorComposeAdapter",
                     "pytest_stacks.backends.htcondor.adapter:fake_client", "HTCONDOR_IMAGE_TAG",
-                    "pytest_stacks.backends.htcondor.site:HTCondorSite", fake_double="schedd"),
+                    "pytest_stacks.backends.htcondor.site:HTCondorSite", fake_double="schedd",
+                    outages="pytest_stacks.backends.htcondor.outages:WORDS"),
         BackendSpec("mpi-operator", ("kubernetes",),
                     "pytest_stacks.backends.kubernetes.adapter:ControlPlaneAdapter",
                     "pytest_stacks.backends.kubernetes.adapter:fake_client",
                     "MPI_OPERATOR_IMAGE_TAG",
                     "pytest_stacks.backends.kubernetes.site:KubernetesSite",
-                    "pytest_stacks.backends.kubernetes.adapter:driver_note", fake_double="api"),
+                    "pytest_stacks.backends.kubernetes.adapter:driver_note", fake_double="api",
+                    outages="pytest_stacks.backends.kubernetes.outages:WORDS"),
     )
 }
 

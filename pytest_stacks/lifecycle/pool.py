@@ -169,9 +169,10 @@ class StackPool:
             self._executor = None
         return unfinished
 
-    def check_health(self, stack: Stack) -> InfrastructureError | None:
-        """Whether a stack this run brought up died under it (recorded for every process)."""
-        return self._run(stack).health()
+    def check_health(self, stack: Stack, failure: str = "") -> InfrastructureError | None:
+        """Whether a stack this run brought up broke under it (recorded for every process);
+        ``failure``: what the failed test said (the backend's words are read in it)."""
+        return self._run(stack).health(failure)
 
     def release(self) -> None:
         """Let go of this process's clients (every process does this at its end)."""

@@ -17,6 +17,7 @@ from pytest_stacks.errors import InfrastructureError, Problem, said
 from pytest_stacks.lifecycle.probe import functional_probe
 from pytest_stacks.lifecycle.rundir import StackFiles, StackRecord
 from pytest_stacks.manifest import Stack
+from pytest_stacks.providers import outage_words
 from pytest_stacks.providers.base import Attached, Provider, RunContext
 
 
@@ -124,9 +125,14 @@ class StackRun:
             functional_probe(self.stack, attached)
         return observed, versions.get("client", "")
 
-    def health(self) -> InfrastructureError | None:
-        """Whether the stack this run brought up died under it. If so the death is recorded,
-        so every later test on it (in any process) is an infrastructure error at once."""
+    def health(self, failure: str = "") -> InfrastructureError | None:
+        """Whether the stack this run brought up broke under it, asked when a test on it
+        failed (``failure``: what that test's failure said). Broken: the provider finds a
+        fault (a container dead, paused or cut off its network, the route or the backend's
+        liveness question unanswered), or the failure is in the backend's words for "the
+        service is not there" (a schedd killed and restarted by its master between the call
+        and this question). Then the fault is recorded, so every later test on the stack (in
+        any process) is an infrastructure error at once; the daemon's words are kept."""
         record = self.files.record()
         if record is None:
             return None
@@ -134,6 +140,11 @@ class StackRun:
             why, logs = self.provider.health(self.stack, record.info)
         except Exception as exc:  # cannot even ask: say so rather than guess
             why, logs = f"cannot check the stack's health: {exc}", ""
+        reading = outage_words(self.stack).read(failure) if failure else None
+        if not why and reading is not None and reading.meaning == "gone":
+            why = str(reading)
+        elif why and reading is not None and reading.meaning == "gone":
+            why += f"; the failed call said: {reading.words}"
         if not why:
             return None
         error = InfrastructureError(self.stack.name, f"the stack died during the run: {why}",

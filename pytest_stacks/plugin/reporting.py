@@ -69,7 +69,9 @@ def version_properties(stack: Stack, daemon: str, client: str) -> list[tuple[str
 def _infrastructure_error(item: pytest.Item, stack: Stack, call: pytest.CallInfo[None],
                           report: pytest.TestReport) -> InfrastructureError | None:
     """The infrastructure error behind this report: raised by the harness, or a stack that
-    died under the test (its failure is then not the product's)."""
+    broke under the test (its failure is then not the product's). A failure is the
+    product's only when the stack is healthy right after it; the stack is asked (its
+    provider and its backend's words, with what the failure said), the plugin only reports."""
     if call.excinfo is not None and call.excinfo.errisinstance(InfrastructureError):
         raised = call.excinfo.value
         assert isinstance(raised, InfrastructureError)
@@ -77,7 +79,8 @@ def _infrastructure_error(item: pytest.Item, stack: Stack, call: pytest.CallInfo
     pool = state(item.config).pool
     if not report.failed or pool is None or stack.is_fake or pool.attached(stack.name) is None:
         return None
-    return pool.check_health(stack)
+    said = call.excinfo.exconly() if call.excinfo is not None else report.longreprtext
+    return pool.check_health(stack, said)
 
 
 def _record_identities(item: pytest.Item, report: pytest.TestReport) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import cast
 
 from pytest_stacks import registry
+from pytest_stacks.backends.outages import NOTHING, OutageWords
 from pytest_stacks.errors import InfrastructureError
 from pytest_stacks.manifest import Stack
 from pytest_stacks.providers.base import FakeFactory, Provider, SiteAdapter, StackAdapter
@@ -31,6 +32,12 @@ def site_adapter(stack: Stack) -> SiteAdapter:
         raise InfrastructureError(stack.name, f"pytest-stacks cannot attach to an existing "
                                               f"{stack.backend} deployment yet")
     return cast(SiteAdapter, registry.resolve(target)())
+
+
+def outage_words(stack: Stack) -> OutageWords:
+    """The backend's words for "the service is not there" and "the request was refused"."""
+    target = registry.BACKENDS[stack.backend].outages
+    return cast(OutageWords, registry.resolve(target)) if target else NOTHING
 
 
 def driver_note(stack: Stack) -> str:

@@ -32,6 +32,7 @@ from pytest_stacks.providers import (
     preflight,
     reaper,
     stack_adapter,
+    stack_health,
 )
 from pytest_stacks.providers import oci_bundles as oci
 from pytest_stacks.providers.access import access_for
@@ -357,21 +358,20 @@ class ComposeProvider:
         return "; or ".join(w for w in ways if w)
 
     def health(self, stack: Stack, info: StackInfo) -> tuple[str, str]:
-        """A container of the stack (any of them: a jump host or a compute node counts) that
-        is no longer running cannot serve: why, with its last logs."""
+        """Whether the stack can still serve (:mod:`.stack_health`): its containers running,
+        not paused, on their networks; its route answering; its backend's own liveness
+        answer. The first fault found, with its logs or the daemon's words."""
         try:
-            dockerutil.client().containers.get(info.container)
+            service = dockerutil.client().containers.get(info.container)
             containers = self._containers(info)
         except Exception as exc:
             return f"the stack's container is gone ({exc})", ""
         for container in containers:
-            if container.status == "running":
-                continue
-            state = container.attrs.get("State", {})
-            logs = container.logs(tail=100).decode("utf-8", "replace")
-            service = container.labels.get("com.docker.compose.service", "?")
-            return (f"the stack's container {container.name} (service {service}) is "
-                    f"{container.status} (exit code {state.get('ExitCode')}"
-                    f"{', killed' if state.get('OOMKilled') else ''})", logs)
-        return "", ""
-
+            fault, logs = stack_health.container_fault(container)
+            if fault:
+                return fault, logs
+        fault = stack_health.route_fault(access_for(stack).transport(info.endpoints))
+        if fault:
+            return fault, ""
+        return stack_health.backend_fault(stack_adapter(stack),
+                                          DockerExecTransport(service)), ""

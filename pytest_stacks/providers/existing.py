@@ -23,7 +23,13 @@ from pytest_stacks.backends.site_account import JobAccount
 from pytest_stacks.errors import BackendCallError, InfrastructureError, StacksError
 from pytest_stacks.gobuild import GoModuleBuild
 from pytest_stacks.manifest import Stack
-from pytest_stacks.providers import site_adapter, site_jobs, site_route, ssh_access
+from pytest_stacks.providers import (
+    site_adapter,
+    site_jobs,
+    site_route,
+    ssh_access,
+    stack_health,
+)
 from pytest_stacks.providers.base import (
     Attached,
     JobAccounting,
@@ -184,7 +190,11 @@ class ExistingProvider:
         return False  # each run attaches on its own, with its own place on the site
 
     def health(self, stack: Stack, info: StackInfo) -> tuple[str, str]:
-        return "", ""  # the site's daemons are not ours to watch; a failed call says enough
+        """The route to the site (SSH, its bastions) answering; the site's daemons are not
+        ours to watch: a failed call's own words say whether its service was there."""
+        if ssh_access.ENDPOINT not in info.endpoints:
+            return "", ""
+        return stack_health.route_fault(ssh_access.transport(info.endpoints)), ""
 
     def sweep_run(self, ctx: RunContext, keep: Collection[str] = ()) -> list[str]:
         return []  # bring-up creates the run's place last; down removes it

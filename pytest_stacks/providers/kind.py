@@ -352,9 +352,8 @@ class KindProvider:
         return False  # kind clusters are not kept between runs
 
     def health(self, stack: Stack, info: StackInfo) -> tuple[str, str]:
-        """Every node container running and the API server answering ``/readyz``; else why
-        not, with the node's last log lines (a dead cluster is infrastructure, not a product
-        failure)."""
+        """Every node container running, the API server answering ``/readyz``, the MPI
+        Operator available; else why not, with the node's last log lines."""
         nodes = self._run(["docker", "ps", "-a", "--filter",
                            f"label={kind_owners.KIND_CLUSTER_LABEL}={info.project}",
                            "--format", "{{.Names}} {{.State}}"], 60)
@@ -368,12 +367,13 @@ class KindProvider:
                 logs = self._run(["docker", "logs", "--tail", "60", name], 60)
                 return (f"node container {name} of kind cluster {info.project} is {state}",
                         logs.stdout + logs.stderr)
-        ready = self._run([info.private.get("kubectl", "kubectl"), "--kubeconfig",
-                           info.endpoints["kubeconfig"], "get", "--raw", "/readyz"], 30)
+        kubectl = [info.private.get("kubectl", "kubectl"), "--kubeconfig",
+                   info.endpoints["kubeconfig"]]
+        ready = self._run([*kubectl, "get", "--raw", "/readyz"], 30)
         if ready.returncode != 0:
             return (f"the API server of kind cluster {info.project} does not answer /readyz",
                     (ready.stderr or ready.stdout)[-2000:])
-        return "", ""
+        return kind_operator.unavailable(self._run, kubectl, info.project), ""
 
     def sweep_run(self, ctx: RunContext, keep: Collection[str] = ()) -> list[str]:
         return kind_owners.reap(self._run, ctx.run_dir.parent, only_run=ctx.run_id,

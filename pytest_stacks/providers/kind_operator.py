@@ -120,3 +120,14 @@ class EarlyApply:
             self.applied = applied.returncode == 0
         except Exception:  # the provider applies it afterwards, as it would without this
             self.applied = False
+
+
+def unavailable(run: Runner, kubectl: Sequence[str], cluster: str) -> str:
+    """"" while the operator's deployment has an available replica (asked after a test
+    failed on the cluster: the API server answering is half of its health); else why not."""
+    said = run([*kubectl, "-n", "mpi-operator", "get", "deployment/mpi-operator", "-o",
+                "jsonpath={.status.availableReplicas}"], 30)
+    if said.returncode == 0 and said.stdout.strip() not in ("", "0"):
+        return ""
+    return (f"the MPI Operator's deployment in kind cluster {cluster} has no available "
+            f"replica ({(said.stderr or said.stdout).strip()[-300:]})")

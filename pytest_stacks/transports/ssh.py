@@ -16,7 +16,7 @@ import contextlib
 import shlex
 import stat
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,6 +25,14 @@ import paramiko
 
 from pytest_stacks.errors import BackendCallError
 from pytest_stacks.transports import CommandResult
+
+#: OpenSSH's ServerAliveInterval and the answer's deadline, in paramiko's terms: a
+#: connection silent this long is asked whether the far side is still there (a channel opened
+#: and closed); no answer within ``ANSWER_S`` ends the call in flight. A host that went away
+#: (paused, cut off its network) ends a call within ``ALIVE_INTERVAL_S + ANSWER_S`` (10 s),
+#: not at the command's own timeout.
+ALIVE_INTERVAL_S = 5.0
+ANSWER_S = 5.0
 
 
 class HostKeyRefused(BackendCallError):
@@ -59,13 +67,16 @@ class SshTransport:
     """
 
     def __init__(self, hops: Sequence[Hop], key_file: Path, known_hosts: Path, *,
-                 connect_timeout: float = 15.0) -> None:
+                 connect_timeout: float = 15.0, alive_interval: float = ALIVE_INTERVAL_S,
+                 answer_timeout: float = ANSWER_S) -> None:
         if not hops:
             raise ValueError("an ssh transport needs at least one hop (the login node)")
         self.hops = tuple(hops)
         self._key_file = key_file
         self._known_hosts = known_hosts
         self._connect_timeout = connect_timeout
+        self._alive_interval = alive_interval
+        self._answer_timeout = answer_timeout
         self._clients: list[paramiko.SSHClient] = []
         self._sftp: paramiko.SFTPClient | None = None
 
@@ -80,14 +91,14 @@ class SshTransport:
 
     def _connected(self) -> paramiko.SSHClient:
         """The open connection, or a new one. A hop that is briefly away (sshd re-executing,
-        a container restarting) is retried until ``connect_timeout``; a refused host key
-        never is."""
+        a container restarting) is retried until ``connect_timeout`` (each attempt within
+        what is left of it, so the whole is bounded); a refused host key never is."""
         if self._clients and self._alive():
             return self._clients[-1]
         deadline = time.monotonic() + self._connect_timeout
         while True:
             try:
-                return self._connect()
+                return self._connect(max(1.0, deadline - time.monotonic()))
             except HostKeyRefused:
                 raise
             except BackendCallError:
@@ -95,7 +106,7 @@ class SshTransport:
                     raise
                 time.sleep(0.5)
 
-    def _connect(self) -> paramiko.SSHClient:
+    def _connect(self, timeout: float) -> paramiko.SSHClient:
         self.close()
         key = paramiko.Ed25519Key.from_private_key_file(str(self._key_file))
         sock: Any = None
@@ -109,13 +120,16 @@ class SshTransport:
                     assert previous is not None
                     sock = previous.open_channel("direct-tcpip", (hop.host, hop.port),
                                                  ("127.0.0.1", 0),
-                                                 timeout=self._connect_timeout)
+                                                 timeout=timeout)
                 client.connect(hop.host, hop.port, username=hop.user, pkey=key, sock=sock,
                                allow_agent=False, look_for_keys=False,
-                               timeout=self._connect_timeout,
-                               banner_timeout=self._connect_timeout,
-                               auth_timeout=self._connect_timeout)
+                               timeout=timeout,
+                               banner_timeout=timeout,
+                               auth_timeout=timeout)
                 self._clients.append(client)
+                hop_transport = client.get_transport()
+                if hop_transport is not None:  # ServerAliveInterval: NAT and firewalls
+                    hop_transport.set_keepalive(max(1, int(self._alive_interval)))
         except paramiko.BadHostKeyException as exc:
             at = len(self._clients)
             self.close()
@@ -174,7 +188,8 @@ class SshTransport:
             channel = transport.open_session(timeout=self._connect_timeout)
             channel.exec_command(self.command_line(argv, user, timeout))
             deadline = time.monotonic() + timeout + 15
-            stdout, stderr = _drain(channel, deadline)
+            stdout, stderr = _drain(channel, deadline, self._alive_interval,
+                                    lambda: self._still_there(transport))
             while not channel.exit_status_ready() and time.monotonic() < deadline:
                 time.sleep(0.005)
             code = channel.recv_exit_status() if channel.exit_status_ready() else -1
@@ -186,9 +201,24 @@ class SshTransport:
         return CommandResult(tuple(argv), code, stdout.decode("utf-8", "replace"),
                              stderr.decode("utf-8", "replace"))
 
+    def _still_there(self, transport: paramiko.Transport) -> None:
+        """OpenSSH's server-alive check: a session channel opened and closed at once, its
+        answer due within ``answer_timeout``; raises SSHException when none comes (paramiko's
+        own keepalive never waits for a reply)."""
+        try:
+            probe = transport.open_session(timeout=self._answer_timeout)
+        except (paramiko.SSHException, OSError, EOFError) as exc:
+            raise paramiko.SSHException(
+                f"the far side stopped answering (no reply to a keepalive within "
+                f"{self._answer_timeout:.0f} s after {self._alive_interval:.0f} s of silence: "
+                f"{exc or type(exc).__name__})") from None
+        probe.close()
+
     def _sftp_client(self) -> paramiko.SFTPClient:
         if self._sftp is None or not self._alive():
             self._sftp = self._connected().open_sftp()
+            # Every read of a transfer bounded: a host that went away mid-copy ends it.
+            self._sftp.get_channel().settimeout(self._alive_interval + self._answer_timeout)
         return self._sftp
 
     def put_files(self, directory: str, files: Mapping[str, bytes], *, user: str,
@@ -228,11 +258,15 @@ class SshTransport:
         return found
 
 
-def _drain(channel: paramiko.Channel, deadline: float) -> tuple[bytes, bytes]:
+def _drain(channel: paramiko.Channel, deadline: float, alive_interval: float = 0.0,
+           still_there: Callable[[], None] | None = None) -> tuple[bytes, bytes]:
     """Read stdout and stderr together until the far side's EOF (reading one to its end
     first can deadlock when the other fills its window). EOF, not the exit status, marks the
-    end: sshd may send the exit status before the last of the output."""
+    end: sshd may send the exit status before the last of the output. After
+    ``alive_interval`` of silence, ``still_there`` asks whether the far side is (it raises
+    when not), so a host that went away ends the call in seconds."""
     out, err = bytearray(), bytearray()
+    heard = time.monotonic()
     while True:
         progressed = False
         while channel.recv_ready():
@@ -246,5 +280,11 @@ def _drain(channel: paramiko.Channel, deadline: float) -> tuple[bytes, bytes]:
             return bytes(out), bytes(err)
         if time.monotonic() > deadline:
             raise paramiko.SSHException("no end of output before the deadline")
+        now = time.monotonic()
+        if progressed:
+            heard = now
+        elif still_there is not None and alive_interval and now - heard >= alive_interval:
+            still_there()
+            heard = time.monotonic()
         if not progressed:
             time.sleep(0.005)

@@ -336,3 +336,21 @@ def test_a_planned_narrowing_is_green_and_the_table_says_so(
               "--format", "json"])
     [row] = json.loads(capsys.readouterr().out)["rows"]
     assert (row["scope"], row["deselected"]) == ("-k runs", 1)
+
+
+def test_a_job_that_really_fails_is_failed_on_a_fake_even_in_a_daemon_s_outage_words(
+        project: pytest.Pytester) -> None:
+    """A product failure stays a failure: an in-process double has no service to lose, so a
+    failure on it is the product's whatever its message says (issue 60)."""
+    (project.path / "suite" / "test_user.py").write_text(TESTS + """
+@pytest.mark.requires("submit", "status")
+def test_exit_3(backend, stack):
+    [s] = wait_for(backend, submitted(backend.submit([JobSpec(script="exit 3\\n")])), timeout=30)
+    assert s.exit_code == 0, f"Unable to contact slurm controller? no: exit {s.exit_code}"
+""")
+    result = project.runpytest("--stack=fake-slurm", "-k", "runs or exit_3")
+    result.assert_outcomes(passed=1, failed=1)
+    [stack] = _results(project)["stacks"]
+    assert stack["verdict"] == "fail" and stack["infra"] is None
+    outcomes = {t["nodeid"].split("::")[1]: t["outcome"] for t in stack["tests"]}
+    assert outcomes["test_exit_3[fake-slurm]"] == "failed"

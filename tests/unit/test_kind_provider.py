@@ -291,15 +291,17 @@ def test_without_go_it_refuses_before_building_anything(
     assert slow == []
 
 
-@pytest.mark.parametrize(("ps", "ready", "says"), [
-    ("pst-x-control-plane running\n", 0, ""),
-    ("pst-x-control-plane exited\n", 0, "node container pst-x-control-plane of kind cluster"),
-    ("", 0, "has no node container any more"),
-    ("pst-x-control-plane running\n", 1, "does not answer /readyz"),
+@pytest.mark.parametrize(("ps", "ready", "says", "replicas"), [
+    ("pst-x-control-plane running\n", 0, "", "1"),
+    ("pst-x-control-plane exited\n", 0, "node container pst-x-control-plane of kind cluster",
+     "1"),
+    ("", 0, "has no node container any more", "1"),
+    ("pst-x-control-plane running\n", 1, "does not answer /readyz", "1"),
+    ("pst-x-control-plane running\n", 0, "the MPI Operator's deployment in kind cluster", "0"),
 ])
-def test_health_looks_at_the_nodes_and_the_api_server(kind_stack: Stack, ctx: RunContext,
-                                                      offline_tools: Path, ps: str, ready: int,
-                                                      says: str) -> None:
+def test_health_looks_at_the_nodes_the_api_server_and_the_operator(
+        kind_stack: Stack, ctx: RunContext, offline_tools: Path, ps: str, ready: int,
+        says: str, replicas: str) -> None:
     info = kind.KindProvider(Recorder()).up(kind_stack, ctx)
 
     def runner(argv: Sequence[str], timeout: float) -> subprocess.CompletedProcess[str]:
@@ -308,6 +310,8 @@ def test_health_looks_at_the_nodes_and_the_api_server(kind_stack: Stack, ctx: Ru
         if "/readyz" in argv:
             return subprocess.CompletedProcess(list(argv), ready, "ok" if not ready else "",
                                                "connection refused" if ready else "")
+        if "deployment/mpi-operator" in argv:
+            return subprocess.CompletedProcess(list(argv), 0, replicas, "")
         return subprocess.CompletedProcess(list(argv), 0, "", "")
 
     why, _ = kind.KindProvider(runner).health(kind_stack, info)

@@ -734,3 +734,20 @@ stacks:
             functional_probe(stack, Attached(client, StackInfo(provider="fake"), lambda: ""))
     finally:
         cluster.close()
+
+
+def test_every_request_has_a_deadline_and_a_timeout_reads_as_the_api_server_gone(
+        tmp_path: Path) -> None:
+    """A request in flight to an API server that went away ends at its deadline (15 s to
+    read, 10 to connect), and its words are the driver's for "the service is not there"."""
+    from pytest_stacks.backends.kubernetes.outages import WORDS
+
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        assert request.extensions["timeout"] == {"connect": 10.0, "read": 15.0,
+                                                 "write": 15.0, "pool": 15.0}
+        raise httpx2.ReadTimeout("timed out", request=request)
+
+    with pytest.raises(BackendCallError) as raised:
+        real_seam(tmp_path, handler).get("MPIJob", "default", "j")
+    reading = WORDS.read(str(raised.value))
+    assert (reading.meaning, reading.fault) == ("gone", "API server unreachable")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shlex
 import stat
+import time
 from pathlib import Path
 
 import paramiko
@@ -72,3 +73,62 @@ def test_an_unreachable_first_hop_is_a_clear_backend_error(tmp_path: Path) -> No
 def test_no_hops_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="at least one hop"):
         SshTransport([], tmp_path / "k", tmp_path / "kh")
+
+
+class _SilentChannel:
+    """A command in flight on a host that went away: no output, no EOF, ever."""
+
+    eof_received = False
+
+    def recv_ready(self) -> bool:
+        return False
+
+    def recv_stderr_ready(self) -> bool:
+        return False
+
+
+def test_a_call_in_flight_to_a_host_that_went_away_ends_at_the_keepalive() -> None:
+    """ServerAliveInterval's equivalent: after the interval of silence the far side is asked;
+    no answer ends the call long before the command's own deadline."""
+    from pytest_stacks.transports import ssh
+
+    asked: list[float] = []
+
+    def gone() -> None:
+        asked.append(time.monotonic())
+        raise paramiko.SSHException("the far side stopped answering")
+
+    started = time.monotonic()
+    with pytest.raises(paramiko.SSHException, match="stopped answering"):
+        ssh._drain(_SilentChannel(), started + 600, 0.2, gone)  # type: ignore[arg-type]
+    assert len(asked) == 1 and asked[0] - started >= 0.2
+
+
+def test_a_quiet_command_on_a_live_host_is_asked_again_and_runs_on() -> None:
+    from pytest_stacks.transports import ssh
+
+    class Ends(_SilentChannel):
+        def __init__(self) -> None:
+            self.after = time.monotonic() + 0.5
+
+        @property
+        def eof_received(self) -> bool:  # type: ignore[override]
+            return time.monotonic() > self.after
+
+    asked: list[float] = []
+    out = ssh._drain(Ends(), time.monotonic() + 600, 0.1,  # type: ignore[arg-type]
+                     lambda: asked.append(time.monotonic()))
+    assert out == (b"", b"") and len(asked) >= 2
+
+
+def test_the_keepalive_probe_names_the_silence_when_no_answer_comes(tmp_path: Path) -> None:
+    class NoAnswer:
+        def open_session(self, timeout: float) -> None:
+            assert timeout == 3
+            raise paramiko.SSHException("Timeout opening channel.")
+
+    transport = SshTransport((Hop("127.0.0.1", 2222, "u"),), tmp_path / "k",
+                             tmp_path / "kh", alive_interval=4, answer_timeout=3)
+    with pytest.raises(paramiko.SSHException, match=r"no reply to a keepalive within 3 s "
+                       r"after 4 s of silence: Timeout opening channel"):
+        transport._still_there(NoAnswer())  # type: ignore[arg-type]

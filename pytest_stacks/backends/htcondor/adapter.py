@@ -115,6 +115,22 @@ class HTCondorComposeAdapter:
                        f"HTCondor not ready after {timeout:.0f}s (condor_who -wait on "
                        f"{WAIT_EXPRESSION!r}); last answer: {last.strip()[-500:] or '(none)'}"))
 
+    def liveness(self, transport: Transport) -> str:
+        """Whether the pool can still serve, asked after a test failed on the stack: "" when
+        the schedd answers ``condor_q`` and the collector lists a schedd ad; else the fault,
+        with HTCondor's own words. Bounded: 15 s a question."""
+        queue = transport.run(["condor_q", "-totals"], user="root", timeout=15)
+        if not queue.ok:
+            said = " ".join((queue.stderr or queue.stdout).split())[:300]
+            return f"schedd unreachable (condor_q: {said or f'exit {queue.returncode}'})"
+        ads = transport.run(["condor_status", "-schedd", "-af", "Name"], user="root",
+                            timeout=15)
+        if not ads.ok or not ads.stdout.strip():
+            said = " ".join((ads.stderr or ads.stdout).split())[:300]
+            return (f"collector unreachable or no schedd ad (condor_status -schedd: "
+                    f"{said or 'none'})")
+        return ""
+
     def prepare(self, stack: Stack, transport: Transport, run_dir: Path,
                 ports: dict[str, int]) -> dict[str, str]:
         if stack.transport == "ssh":

@@ -203,6 +203,16 @@ class ControlPlaneAdapter:
         poll_until(ask, lambda answer: answer[0], timeout=timeout, interval=0.25,
                    first_interval=0.25, on_timeout=lambda answer: f"last answer: {answer[1]}")
 
+    def liveness(self, transport: Transport) -> str:
+        """Whether the control plane can still serve, asked after a test failed on the stack:
+        "" when ready.sh's every check says yes (the API server's /readyz, the MPIJob CRD,
+        the operator's lease, the node Ready); else the fault with its answer. Bounded."""
+        result = transport.run([READY], user="root", timeout=20)
+        if result.ok:
+            return ""
+        said = " ".join((result.stdout or result.stderr).split())[-300:]
+        return f"control plane not ready ({said or f'exit {result.returncode}'})"
+
     def prepare(self, stack: Stack, transport: Transport, run_dir: Path,
                 ports: dict[str, int]) -> dict[str, str]:
         if API_PORT not in ports:

@@ -69,20 +69,28 @@ def _where(exc: yaml.YAMLError) -> str:
     return f"line {mark.line + 1}, column {mark.column + 1}: {problem}"
 
 
+#: A request's deadline: the issue-60 bound for a call in flight to a host that went away.
+REQUEST_TIMEOUT_S = 15.0
+
+
 class LightkubeApi:
     def __init__(self, http: httpx2.Client) -> None:
         self._http = http
 
     @classmethod
-    def from_kubeconfig(cls, path: Path, timeout: float = 30.0, *, context: str | None = None,
+    def from_kubeconfig(cls, path: Path, timeout: float = REQUEST_TIMEOUT_S, *,
+                        context: str | None = None,
                         transport: httpx2.BaseTransport | None = None) -> LightkubeApi:
         """From a kubeconfig file (its current context unless ``context``); ``transport``
-        replaces the network, for tests."""
+        replaces the network, for tests. Every request has a deadline (``timeout`` for each
+        read and write, at most 10 s to connect): an API server that went away ends a request
+        in flight in seconds, as "the API server is unreachable"."""
         try:
             config = KubeConfig.from_file(path).get(context_name=context)
             if config is None:
                 raise BackendCallError(f"{path}: no usable context in the kubeconfig")
-            params = ConnectionParams(timeout=httpx2.Timeout(timeout), trust_env=False,
+            deadline = httpx2.Timeout(timeout, connect=min(timeout, 10.0))
+            params = ConnectionParams(timeout=deadline, trust_env=False,
                                       transport=transport)
             return cls(http_client(config, params))
         except BackendCallError:

@@ -15,6 +15,8 @@ from pytest_stacks.polling import poll_until
 from pytest_stacks.transports import Transport
 
 READY_STATES = frozenset({"idle", "mix", "alloc"})
+#: sinfo's short states of a node that cannot run work (``down*``: down, not responding).
+DOWN_STATES = ("down", "fail", "drain", "drng", "unk", "boot", "pow")
 LOG_FILES = ("/var/log/slurm/slurmctld.log", "/var/log/slurm/slurmd.log",
              "/var/log/slurm/jobcomp.log")
 
@@ -49,6 +51,22 @@ class SlurmComposeAdapter:
 
         poll_until(ask, lambda answer: answer[0], timeout=timeout, interval=0.25,
                    on_timeout=lambda answer: f"last answer: {answer[1]}")
+
+    def liveness(self, transport: Transport) -> str:
+        """Whether Slurm can still serve, asked after a test failed on the stack: "" when
+        slurmctld answers ``scontrol ping`` UP and no node is DOWN (or not responding, a
+        trailing ``*``); else the fault, in Slurm's own words. Bounded: 10 s a question."""
+        ping = transport.run(["scontrol", "ping"], timeout=10)
+        said = " ".join((ping.stdout + ping.stderr).split())[:300]
+        if not ping.ok or "UP" not in ping.stdout or "DOWN" in ping.stdout:
+            return f"slurmctld not responding (scontrol ping: {said or f'exit {ping.returncode}'})"
+        nodes = transport.run(["sinfo", "-h", "-N", "-o", "%N %t"], timeout=10)
+        down = sorted(f"{n}={s}" for n, s in (line.split()[:2] for line in
+                                              nodes.stdout.splitlines() if len(line.split()) > 1)
+                      if s.endswith("*") or s.rstrip("*~#!%$@^-").startswith(DOWN_STATES))
+        if down:
+            return f"node DOWN (sinfo: {' '.join(down)})"
+        return ""
 
     def prepare(self, stack: Stack, transport: Transport, run_dir: Path,
                 ports: dict[str, int]) -> dict[str, str]:
