@@ -128,10 +128,19 @@ def stack_info(request: pytest.FixtureRequest, stack: Stack,
 def stack_fake(request: pytest.FixtureRequest, stack: Stack,
                _stack_client: RecordingClient) -> Any:
     """On a fake stack, the in-process double itself, for a user's own client to drive:
-    fake-slurm's host (``run(argv, user=...)`` answers sbatch, squeue, scontrol, sacct and
-    scancel as the pinned version does; ``put_files``/``get_files`` reach its filesystem),
-    fake-htcondor's schedd (the Schedd interface of ``pytest_stacks.backends.htcondor.api``),
-    fake-mpi-operator's API server (``pytest_stacks.backends.kubernetes.api.KubeApi``).
+    fake-slurm's host (``run(argv, user=..., stdin=..., cwd=...)`` answers sbatch, squeue,
+    scontrol, sacct and scancel as the pinned version does; ``put_files``/``get_files`` reach
+    its filesystem), fake-htcondor's schedd (the Schedd interface of
+    ``pytest_stacks.backends.htcondor.api``), fake-mpi-operator's API server
+    (``pytest_stacks.backends.kubernetes.api.KubeApi``).
+
+    The schedulers' command line is ``stack_fake.commands`` on both fake-slurm (the host
+    itself) and fake-htcondor (``condor_submit``, ``condor_q``, ``condor_history``,
+    ``condor_rm``, ``condor_transfer_data``, ``condor_version``): ``commands.run(argv, *,
+    user=None, timeout=60.0, stdin="", cwd=None) -> CommandResult`` and
+    ``commands.share(host_dir)``, which makes an absolute host folder the same path on the
+    fake's side (a script or submit file named there is read there; job outputs written
+    there land there); other paths stay in the fake's private root.
     ``stack_info["fake"]`` names its type. A real stack has no double: the test is skipped,
     saying so; reach a real stack through ``stack_info`` (endpoints, token directory)."""
     double = _attached(request, stack).double

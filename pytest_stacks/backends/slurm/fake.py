@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pytest_stacks import places
+from pytest_stacks.backends.slurm.fake_sbatch import SbatchRefused, expand, read_submission
 from pytest_stacks.transports import CommandResult
 from pytest_stacks.versions import at_least
 
@@ -36,6 +37,8 @@ class _Job:
     stdout_path: str
     stderr_path: str
     user: str
+    submit_dir: str = "/"
+    partition: str = "debug"
     state: str = "PENDING"
     reason: str = "None"
     exit_code: int = 0
@@ -60,14 +63,40 @@ class FakeSlurmHost:
         self._jobcomp: list[str] = []
         self._ctld_log: list[str] = []  # what the modelled slurmctld itself says
         self._lock = threading.RLock()
+        self._stdin, self._cwd = "", "/"  # the command being answered (run())
         self.log: list[str] = []  # the commands received (for the double's own tests)
+        self._shared: list[Path] = []  # host folders seen at the same path (share())
         major, minor = (int(p) for p in version.split(".")[:2])
         self._series = (major, minor)
 
     # ------------------------------------------------------------ filesystem
 
-    def _path(self, path: str) -> Path:
-        resolved = (self.root / path.lstrip("/")).resolve()
+    @property
+    def commands(self) -> FakeSlurmHost:
+        """The command line (``run``/``share``): the host itself, named as fake-htcondor's
+        ``commands`` is, so a shim reaches either fake the same way."""
+        return self
+
+    def share(self, host_dir: Path) -> None:
+        """Make ``host_dir`` (an absolute host path: the run's shared folder) the same path on
+        the fake's side: scripts, submit files and inputs named there are read from there, and
+        what a job writes there (its ``-o``/``-e`` files, its working directory) lands there
+        on the host, as on a login node that mounts the folder. Every other path keeps the
+        fake's private root."""
+        folder = Path(host_dir)
+        if not folder.is_absolute():
+            raise ValueError(f"share({host_dir!s}): the shared folder must be an absolute "
+                             "host path")
+        with self._lock:
+            self._shared.append(Path(os.path.normpath(folder)))
+
+    def _path(self, path: str, cwd: str | None = None) -> Path:
+        """The host path of ``path`` as the fake's side names it (relative: against ``cwd``)."""
+        raw = path if path.startswith("/") else f"{(cwd or '/').rstrip('/')}/{path}"
+        normal = Path(os.path.normpath(raw))
+        if any(normal.is_relative_to(folder) for folder in self._shared):
+            return normal
+        resolved = (self.root / str(normal).lstrip("/")).resolve()
         if not resolved.is_relative_to(self.root.resolve()):
             raise PermissionError(f"path escapes the fake host: {path}")
         return resolved
@@ -86,12 +115,17 @@ class FakeSlurmHost:
 
     # ------------------------------------------------------------ commands
 
-    def run(self, argv: Sequence[str], *, user: str | None = None,
-            timeout: float = 60.0) -> CommandResult:
+    def run(self, argv: Sequence[str], *, user: str | None = None, timeout: float = 60.0,
+            stdin: str = "", cwd: str | None = None) -> CommandResult:
+        """Run a command as the login host would: ``stdin`` is the command's standard input
+        (sbatch reads its script there when no file is named), ``cwd`` its working directory
+        on the fake's side (relative paths and sbatch's defaults resolve against it; None:
+        ``/``)."""
         argv = tuple(argv)
         self.log.append(" ".join(argv))
         with self._lock:
             self._tick()
+            self._stdin, self._cwd = stdin, cwd or "/"
             handler = {
                 "sinfo": self._sinfo, "sbatch": self._sbatch, "squeue": self._squeue,
                 "scontrol": self._scontrol, "sacct": self._sacct, "scancel": self._scancel,
@@ -113,36 +147,43 @@ class FakeSlurmHost:
         return self._ok(argv, "idle\n")
 
     def _sbatch(self, argv: tuple[str, ...], user: str) -> CommandResult:
-        opts: dict[str, str] = {}
-        rest: list[str] = []
-        for arg in argv[1:]:
-            if rest or not arg.startswith("-"):
-                rest.append(arg)
-            elif "=" in arg:
-                key, value = arg.split("=", 1)
-                opts[key] = value
-            else:
-                opts[arg] = ""
-        if not rest:
-            return self._err(argv, "sbatch: error: Batch script is empty!\n")
-        if "--container" in opts and not at_least(self.version, (21, 8)):  # seen on 20.11.9
+        def read(name: str) -> str | None:
+            try:
+                return self._path(name, self._cwd).read_text()
+            except (OSError, UnicodeDecodeError, PermissionError):
+                return None
+        try:
+            sub = read_submission(list(argv[1:]), stdin=self._stdin, cwd=self._cwd,
+                                  read_file=read)
+        except SbatchRefused as exc:
+            return self._err(argv, str(exc))
+        if sub.container and not at_least(self.version, (21, 8)):  # seen on 20.11.9
             return self._err(argv, f"sbatch: unrecognized option '--container="
-                                   f"{opts['--container']}'\nTry \"sbatch --help\" for more "
+                                   f"{sub.container}'\nTry \"sbatch --help\" for more "
                                    "information\n")
-        workdir = opts.get("--chdir", "/")
-        if not self._path(workdir).is_dir():
-            return self._err(argv, f"sbatch: error: chdir({workdir}): No such file or directory\n")
-        script = self._path(rest[0])
-        if not script.is_file():
-            return self._err(argv, f"sbatch: error: Unable to open file {rest[0]}\n")
+        if sub.partition != "debug":
+            return self._err(argv, f"sbatch: error: invalid partition specified: "
+                                   f"{sub.partition}\nsbatch: error: Batch job submission "
+                                   "failed: Invalid partition name specified\n")
+        if not self._path(sub.workdir).is_dir():
+            return self._err(argv, f"sbatch: error: chdir({sub.workdir}): No such file or "
+                                   "directory\n")
         job_id = next(self._ids)
-        out = opts.get("--output", f"{workdir}/slurm-%j.out").replace("%j", str(job_id))
-        err = opts.get("--error", out).replace("%j", str(job_id))
-        self._jobs[job_id] = _Job(job_id, opts.get("--job-name", script.name), workdir,
-                                  [str(script), *rest[1:]], out, err, user)
+        spool = self.root / "spool" / f"job{job_id:05d}"
+        spool.mkdir(parents=True)
+        (spool / "slurm_script").write_text(sub.script)
+        (spool / "slurm_script").chmod(0o755)
+        out = expand(sub.output, job_id=job_id, name=sub.name, user=user)
+        err = expand(sub.error, job_id=job_id, name=sub.name, user=user)
+        job = _Job(job_id, sub.name, sub.workdir, [str(spool / "slurm_script"),
+                                                   *sub.script_args], out, err, user,
+                   submit_dir=sub.submit_dir, partition=sub.partition)
+        if sub.hold:
+            job.reason = "JobHeldUser"
+        self._jobs[job_id] = job
         self._ctld(f"_slurm_rpc_submit_batch_job: JobId={job_id} InitPrio=1 usec=12")
         self._tick()
-        return self._ok(argv, f"{job_id}\n" if "--parsable" in opts else
+        return self._ok(argv, f"{job_id}\n" if sub.parsable else
                         f"Submitted batch job {job_id}\n")
 
     # ------------------------------------------------------------ the controller's clock
@@ -176,13 +217,13 @@ class FakeSlurmHost:
     def _start(self, job: _Job) -> None:
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(self.root),
                "SLURM_JOB_ID": str(job.job_id), "SLURM_JOB_NAME": job.name,
-               "SLURM_SUBMIT_DIR": job.workdir}
+               "SLURM_SUBMIT_DIR": job.submit_dir}
         stdout = open(self._path(job.stdout_path), "wb")  # noqa: SIM115 (handed to the child)
         stderr = stdout if job.stderr_path == job.stdout_path else open(  # noqa: SIM115
             self._path(job.stderr_path), "wb")
         try:
             job.process = subprocess.Popen(
-                ["bash", *job.argv], cwd=self._path(job.workdir), env=env, stdout=stdout,
+                job.argv, cwd=self._path(job.workdir), env=env, stdout=stdout,
                 stderr=stderr, stdin=subprocess.DEVNULL, start_new_session=True)
         finally:
             stdout.close()

@@ -18,6 +18,7 @@ from pytest_stacks import places
 from pytest_stacks.backends.htcondor.api import ScheddError, Submitted, parse_condor_version
 from pytest_stacks.backends.htcondor.fake import startd
 from pytest_stacks.backends.htcondor.fake.classad import ERROR, UNDEFINED, ClassAdSyntaxError, Expr
+from pytest_stacks.backends.htcondor.fake.commands import FakeCondorCommands
 from pytest_stacks.backends.htcondor.fake.job import Job
 from pytest_stacks.backends.htcondor.fake.starter import (
     EXECUTABLE_NAME,
@@ -63,6 +64,8 @@ class FakeSchedd:
         self._next_eval = time.monotonic() + self.periodic_expr_interval
         self._log: list[str] = []
         self._closed = False
+        #: The HTCondor tools' command line in front of this schedd (a login node's view).
+        self.commands = FakeCondorCommands(self)
         self._log_line(f"** condor_schedd (fake) {self.version} starting, client "
                        f"{self.client}, PERIODIC_EXPR_INTERVAL={self.periodic_expr_interval}")
 
