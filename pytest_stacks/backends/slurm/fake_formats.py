@@ -58,7 +58,7 @@ _LETTERS: dict[str, tuple[str, Callable[[JobView], str]]] = {
 }
 
 #: squeue ``-O`` field -> letter (its title and value are the letter's).
-_FIELDS = {"jobid": "i", "arrayjobid": "F", "name": "j", "username": "u", "state": "T",
+_FIELDS = {"jobid": "i", "jobarrayid": "i", "arrayjobid": "F", "name": "j", "username": "u", "state": "T",
            "statecompact": "t", "partition": "P", "timeused": "M", "reason": "r",
            "reasonlist": "R", "numnodes": "D", "numcpus": "C", "timelimit": "l",
            "nodelist": "N", "workdir": "Z", "command": "o"}

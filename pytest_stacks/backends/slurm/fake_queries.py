@@ -39,12 +39,14 @@ _SACCT = [
     Option("name", argument=True), Option("duplicates", "D"), Option("verbose", "v"),
     Option("partition", "r", True), Option("json", optional=True), Option("noconvert"),
     Option("units", argument=True), Option("helpformat", "e"),
+    Option("delimiter", argument=True), Option("clusters", "M", True),
 ]
 _SCANCEL = [
     Option("name", "n", True), Option("user", "u", True), Option("signal", "s", True),
     Option("state", "t", True), Option("batch", "b"), Option("full", "f"),
     Option("quiet", "Q"), Option("verbose", "v"), Option("partition", "p", True),
     Option("me"), Option("interactive", "i"), Option("account", "A", True),
+    Option("clusters", "M", True),
 ]
 _ACTIVE = {"PENDING", "RUNNING", "SUSPENDED", "COMPLETING", "CONFIGURING"}
 
@@ -147,10 +149,10 @@ class SlurmQueries:
             return self._err(argv, "slurm_load_jobs error: Invalid job id specified\n")
         if cli.has("json"):
             return self._squeue_json(argv, user, cli.has("states"), jobs, wanted)
-        fmt = (formats.squeue_format_option(cli.last("Format")) if cli.has("Format") else
-               cli.last("format") or (formats.LONG_FORMAT if cli.has("long") else
-                                      formats.DEFAULT_FORMAT))
         try:
+            fmt = (formats.squeue_format_option(cli.last("Format")) if cli.has("Format") else
+                   cli.last("format") or (formats.LONG_FORMAT if cli.has("long") else
+                                          formats.DEFAULT_FORMAT))
             lines = formats.squeue_lines([self._view(j) for j in jobs], fmt,
                                          header=not cli.has("noheader"))
         except formats.FormatError as exc:
@@ -241,7 +243,8 @@ class SlurmQueries:
         try:
             lines = formats.sacct_lines(
                 views, ",".join(cli.all("format")) or formats.SACCT_C_DEFAULT,
-                header=not cli.has("noheader"), separator="|" if parsable else "",
+                header=not cli.has("noheader"),
+                separator=cli.last("delimiter", "|") if parsable else "",
                 trailing=cli.has("parsable") and not cli.has("parsable2"))
         except formats.FormatError as exc:
             return self._err(argv, str(exc))
