@@ -33,7 +33,7 @@ from pytest_stacks.parity.tap import Exchange, Recorder
 
 #: What a submit printed, and the job id it means, per backend.
 _SUBMITTED = {"slurm": re.compile(r"(?:job |^)(\d+)\b", re.MULTILINE),
-              "htcondor": re.compile(r"(?:cluster |^)(\d+)(?:\.\d+)?\b", re.MULTILINE)}
+              "htcondor": re.compile(r"submitted to cluster (\d+)|^(\d+)\.\d+ -", re.MULTILINE)}
 _FIELDS = {"id", "client", "source", "argv", "stdin", "job", "until", "read", "compare"}
 #: Placeholder of the corpus's working folder in every recording.
 WORK = "<work>"
@@ -176,7 +176,8 @@ def _job_id(backend: str, entry: Entry, result: CommandResult) -> str:
         raise BackendCallError(f"corpus entry {entry.id}: {' '.join(entry.argv)} submitted "
                                   f"no job (exit {result.returncode}: "
                                   f"{(result.stderr or result.stdout).strip()[:300]!r})")
-    return match.group(1) if backend == "slurm" else f"{match.group(1)}.0"
+    number = next(g for g in match.groups() if g)
+    return number if backend == "slurm" else f"{number}.0"
 
 
 def _fill(text: str, jobs: Mapping[str, str]) -> str:

@@ -134,6 +134,10 @@ class FakeCondorCommands:
         except SubmitFileError as exc:
             raise _Refused(str(exc)) from None
         description = self._localised(parsed.description, cwd)
+        if not spool:
+            # condor_submit writes the one-shot/10-day LeaveJobInQueue only for spooled
+            # jobs; a job whose files stay where they are leaves the queue when it ends.
+            description.setdefault("leave_in_queue", "false")
         if parsed.count == 0:
             raise _Refused("", 0, "Submitting job(s).\n0 job(s) submitted to cluster 0.\n"
                            if not terse else "")
