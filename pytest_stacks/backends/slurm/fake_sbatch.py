@@ -73,6 +73,7 @@ class Submission:
     hold: bool
     partition: str
     container: str
+    command: str  # what squeue's %o shows: the script's path, else "(null)"
 
 
 class SbatchRefused(Exception):
@@ -106,7 +107,9 @@ def read_submission(argv: list[str], *, stdin: str, cwd: str,
     error = _absolute(merged.last("error"), workdir) if merged.has("error") else output
     return Submission(name, workdir, cwd, script, cli.operands[1:], output, error,
                       cli.has("parsable"), merged.has("hold"), merged.last("partition", "debug"),
-                      merged.last("container"))
+                      merged.last("container"),
+                      _absolute(cli.operands[0], cwd) if cli.operands and not cli.has("wrap")
+                      else "(null)")
 
 
 def _script(cli: Parsed, stdin: str, read_file: Callable[[str], str | None]) -> tuple[str, str]:

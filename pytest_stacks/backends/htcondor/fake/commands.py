@@ -28,8 +28,8 @@ from pytest_stacks.transports import CommandResult
 if TYPE_CHECKING:
     from pytest_stacks.backends.htcondor.fake.schedd import FakeSchedd
 
-#: Keys of a description holding paths the client names (resolved where the client is).
-_PATH_KEYS = ("executable", "initialdir", "iwd")
+#: The system's own folders: the same on a login node as here (``executable = /bin/sh``).
+_SYSTEM = (Path("/bin"), Path("/usr"), Path("/sbin"), Path("/lib"))
 
 
 class _Refused(Exception):
@@ -64,6 +64,8 @@ class FakeCondorCommands:
         raw = path if path.startswith("/") else f"{base.rstrip('/')}/{path}"
         normal = Path(os.path.normpath(raw))
         if any(normal.is_relative_to(folder) for folder in self._shared):
+            return normal
+        if any(normal.is_relative_to(folder) for folder in _SYSTEM):
             return normal
         mapped = (self.root / str(normal).lstrip("/")).resolve()
         if not mapped.is_relative_to(self.root.resolve()):
@@ -132,6 +134,10 @@ class FakeCondorCommands:
         except SubmitFileError as exc:
             raise _Refused(str(exc)) from None
         description = self._localised(parsed.description, cwd)
+        if not spool:
+            # condor_submit writes the one-shot/10-day LeaveJobInQueue only for spooled
+            # jobs; a job whose files stay where they are leaves the queue when it ends.
+            description.setdefault("leave_in_queue", "false")
         if parsed.count == 0:
             raise _Refused("", 0, "Submitting job(s).\n0 job(s) submitted to cluster 0.\n"
                            if not terse else "")

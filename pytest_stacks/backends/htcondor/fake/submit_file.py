@@ -33,11 +33,11 @@ def _lines(text: str) -> list[tuple[int, str]]:
     pending = ""
     start = 0
     for number, raw in enumerate(text.splitlines(), 1):
-        line = raw.rstrip()
+        line = raw.strip() if pending else raw.rstrip()
         if not pending:
             start = number
         if line.endswith("\\"):
-            pending += line[:-1] + " "
+            pending += line[:-1].rstrip() + " "
             continue
         out.append((start, (pending + line).strip()))
         pending = ""
