@@ -142,7 +142,8 @@ def stack_fake(request: pytest.FixtureRequest, stack: Stack,
     fake's side (a script or submit file named there is read there; job outputs written
     there land there); other paths stay in the fake's private root.
     ``stack_info["fake"]`` names its type. A real stack has no double: the test is skipped,
-    saying so; reach a real stack through ``stack_info`` (endpoints, token directory)."""
+    saying so; reach a real stack through ``stack_info`` (endpoints, token directory), or its
+    commands through ``stack_commands``."""
     double = _attached(request, stack).double
     if double is None:
         pytest.skip(f"stack {stack.name} is not an in-process fake: reach it through "

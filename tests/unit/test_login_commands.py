@@ -16,8 +16,8 @@ import pytest
 from pytest_stacks.errors import StacksError
 from pytest_stacks.login import commands, forward, relay
 from pytest_stacks.login.route import LoginRoute
-from pytest_stacks.manifest.catalogue import default_manifest
 from pytest_stacks.manifest import load
+from pytest_stacks.manifest.catalogue import default_manifest
 from pytest_stacks.providers.base import StackInfo
 from pytest_stacks.transports import CommandResult
 

@@ -11,7 +11,7 @@ import pytest
 # The client package sits beside its tests (no install needed, from here or the repo's root).
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from subprocess_client import CondorJobs, SlurmJobs  # noqa: E402
+from subprocess_client import CondorJobs, SlurmJobs
 
 
 @pytest.fixture

@@ -4,7 +4,6 @@ condor_transfer_data; states and exit codes are the schedd's."""
 from __future__ import annotations
 
 import pytest
-
 from subprocess_client import CondorJobs
 
 pytestmark = pytest.mark.for_backend("htcondor")

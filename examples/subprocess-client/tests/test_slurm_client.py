@@ -4,7 +4,6 @@ was submitted from; the states and exit codes it reads are Slurm's."""
 from __future__ import annotations
 
 import pytest
-
 from subprocess_client import SchedulerError, SlurmJobs
 
 pytestmark = pytest.mark.for_backend("slurm")
