@@ -21,9 +21,9 @@ from typing import Any
 
 import pytest_stacks
 from pytest_stacks.errors import StacksError
-from pytest_stacks.login import forward
+from pytest_stacks.login import forward, kubectl
 from pytest_stacks.login.relay import Relay
-from pytest_stacks.login.route import LoginRoute
+from pytest_stacks.login.route import LoginRoute, NoCommands
 from pytest_stacks.manifest import Stack
 from pytest_stacks.providers import shared_folder, site_route, ssh_access
 from pytest_stacks.providers.base import StackInfo
@@ -101,13 +101,15 @@ class LoginCommands:
 
     def run(self, argv: list[str]) -> int:
         """A person's command (``pytest-stacks exec``): streams are this process's own."""
+        if self.route.kind == "local":
+            return subprocess.run(argv, env=self.environment(), check=False).returncode
         return forward.run(self.route, argv)
 
     def shell(self) -> int:
         """A person's login shell on the login host (``pytest-stacks shell``)."""
-        if self.route.kind == "relay":
-            raise StacksError(f"stack {self.stack} is an in-process fake: it has no login "
-                              f"host to open a shell on")
+        if self.route.kind in ("relay", "local"):
+            raise StacksError(f"stack {self.stack} has no login host to open a shell on "
+                              f"(a fake, or a Kubernetes stack: use `exec NAME -- kubectl`)")
         return forward.run(self.route, ["sh", "-c", 'exec "${SHELL:-/bin/sh}" -l'],
                            interactive=True)
 
@@ -149,8 +151,21 @@ def _fake_front(stack: Stack, double: object) -> Any:
     for front in (getattr(double, "commands", None), double):
         if front is not None and callable(getattr(front, "run", None)):
             return front
-    raise StacksError(f"stack {stack.name}: its fake ({type(double).__name__}) has no command "
+    raise NoCommands(f"stack {stack.name}: its fake ({type(double).__name__}) has no command "
                       f"line to forward to")
+
+
+def _kubectl_commands(stack: Stack, info: StackInfo, folder: Path) -> LoginCommands:
+    binary = kubectl.binary(stack, stack.timeouts.build)
+    bin_folder = folder / "bin"
+    bin_folder.mkdir(parents=True, exist_ok=True)
+    try:
+        env = kubectl.write(stack, info.endpoints, bin_folder, binary)
+    except BaseException:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise
+    route = LoginRoute(stack.name, "local", "", "", "", ("kubectl",))
+    return LoginCommands(stack.name, bin_folder, route, None, extra_env=env)
 
 
 def open_commands(stack: Stack, info: StackInfo, double: object | None,
@@ -158,10 +173,12 @@ def open_commands(stack: Stack, info: StackInfo, double: object | None,
     """Write ``folder``/bin with a shim per command the stack has. Raises StacksError naming
     the stack when it has no login host (a Kubernetes stack) or cannot be asked."""
     names = CATALOGUE.get(stack.backend)
+    if names is None and stack.transport == "kubernetes" and double is None:
+        return _kubectl_commands(stack, info, folder)
     if names is None:
-        raise StacksError(f"stack {stack.name} ({stack.backend}) has no login host whose "
+        raise NoCommands(f"stack {stack.name} ({stack.backend}) has no login host whose "
                           f"commands could be put on PATH (only Slurm and HTCondor stacks "
-                          f"have one)")
+                          f"have one; Kubernetes stacks brought up here get kubectl)")
     folder.mkdir(parents=True, exist_ok=True)
     bin_folder = folder / "bin"
     bin_folder.mkdir(exist_ok=True)

@@ -11,14 +11,23 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Literal
 
-Kind = Literal["docker", "ssh", "relay"]
+from pytest_stacks.errors import StacksError
+
+
+class NoCommands(StacksError):
+    """The stack has no commands of this kind to offer (no login host, no API server here):
+    a test asking for them is skipped, saying so, not failed."""
+
+
+Kind = Literal["docker", "ssh", "relay", "local"]
 
 
 @dataclass(frozen=True)
 class LoginRoute:
     """``kind``: docker (``target`` is the login container's id), ssh (``target`` is the ssh
     config file naming every hop, the last one ``login``), relay (``target`` is the Unix socket
-    of the in-process fake's relay). ``shared``: the folder that is the same path on this machine
+    of the in-process fake's relay), local (no login host: the program runs here, kubectl
+    against the stack's API server). ``shared``: the folder that is the same path on this machine
     and on the login host ("" where none is: an existing site)."""
 
     stack: str

@@ -23,6 +23,7 @@ from packaging.version import Version
 from pytest_stacks.contract import JobClient, JobHandle, JobSpec, SubmitResult
 from pytest_stacks.errors import InfrastructureError, StacksError
 from pytest_stacks.login.commands import LoginCommands, open_commands
+from pytest_stacks.login.route import NoCommands
 from pytest_stacks.manifest import Stack
 from pytest_stacks.plugin.state import STATE, state
 from pytest_stacks.providers import site_jobs
@@ -206,9 +207,9 @@ def _stack_login(request: pytest.FixtureRequest, stack: Stack,
     folder = pool.ctx.run_dir / "login" / f"{stack.name}-{os.getpid()}"
     try:
         made = open_commands(stack, attached.info, attached.double, folder)
+    except NoCommands as exc:
+        pytest.skip(str(exc))
     except StacksError as exc:
-        if stack.backend not in ("slurm", "htcondor"):
-            pytest.skip(str(exc))
         raise InfrastructureError(stack.name, f"its commands cannot be put on PATH: "
                                               f"{exc}") from None
     yield made

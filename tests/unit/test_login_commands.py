@@ -104,9 +104,9 @@ def test_the_login_user_is_never_root() -> None:
 
 def test_a_stack_without_a_login_host_is_said(tmp_path: Path) -> None:
     manifest = load(default_manifest(REPO))
-    with pytest.raises(StacksError, match="only Slurm and HTCondor"):
-        commands.open_commands(manifest.get("k8s-1.36-mpi-0.8"),
-                               StackInfo(provider="compose"), None, tmp_path / "login")
+    with pytest.raises(commands.NoCommands, match="kubectl is put on PATH only"):
+        commands.open_commands(manifest.get("kind-1.36-mpi-0.8"),
+                               StackInfo(provider="kind"), None, tmp_path / "login")
 
 
 class _Front:
@@ -173,3 +173,43 @@ def test_a_login_container_that_went_away_is_said_with_the_fix(tmp_path: Path) -
     assert done.returncode == forward.UNREACHABLE
     assert "login host of stack slurm-x cannot be reached" in done.stderr
     assert "pytest-stacks up slurm-x" in done.stderr
+
+
+def _cached(build: Any) -> bool:
+    from pytest_stacks import gobuild
+
+    if shutil.which("go") is None and not Path("/usr/local/go/bin/go").exists():
+        return False
+    version = subprocess.run([str(gobuild.go_binary()), "env", "GOVERSION"],
+                             capture_output=True, text=True, check=False).stdout.strip()
+    return (gobuild.cache_root() / f"{build.name}-{build.digest(version)}"
+            / gobuild.COMPLETE).exists()
+
+
+def test_a_kubernetes_stack_gets_its_pinned_kubectl_and_kubeconfig(tmp_path: Path) -> None:
+    from pytest_stacks.backends.kubernetes.adapter import control_plane_builds
+
+    stack = load(default_manifest(REPO)).get("k8s-1.36-node-mpi-0.8")
+    if not _cached(control_plane_builds(stack)["kubernetes"]):
+        pytest.skip("the stack's control plane is not built on this machine yet (a cold Go "
+                    "build takes minutes; `pytest-stacks build --programs-only "
+                    "k8s-1.36-node-mpi-0.8` makes it)")
+    info = StackInfo(provider="compose", endpoints={"kubeconfig": str(tmp_path / "kc")})
+    made = commands.open_commands(stack, info, None, tmp_path / "login")
+    try:
+        assert made.commands == ("kubectl",) and made.shared is None
+        env = made.environment()
+        assert env["KUBECONFIG"] == str(tmp_path / "kc")
+        shown = subprocess.run(["kubectl", "version", "--client", "-o", "json"], env=env,
+                               capture_output=True, text=True, check=True, timeout=60)
+        # The stack's own Kubernetes version, not whatever kubectl this machine has.
+        assert json.loads(shown.stdout)["clientVersion"]["gitVersion"] == "v1.36.3"
+    finally:
+        made.close()
+    assert not (tmp_path / "login").exists()
+
+
+def test_a_fake_kubernetes_stack_has_no_commands(tmp_path: Path) -> None:
+    stack = load(default_manifest(REPO)).get("fake-mpi-operator")
+    with pytest.raises(commands.NoCommands, match="no login host"):
+        commands.open_commands(stack, StackInfo(provider="fake"), object(), tmp_path / "l")
