@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 from pytest_stacks import extras, progress
 from pytest_stacks.ci import EMPTY_LANE_EXIT, EmptyLaneError
-from pytest_stacks.cli import parity, planning, report, stacks
+from pytest_stacks.cli import login, parity, planning, report, stacks
 from pytest_stacks.errors import (
     InfrastructureError,
     ManifestError,
@@ -60,6 +60,7 @@ def build_parser() -> argparse.ArgumentParser:
     planning.register(sub)
     report.register(sub)
     parity.register(sub)
+    login.register(sub)
     for command in sub.choices.values():
         # Every --help says what the command is for, beyond its one-line summary at least.
         if not command.description:

@@ -19,9 +19,11 @@ from pytest_stacks.parity.store import Recording
 REAL_PROVIDERS = frozenset({"compose", "kind", "existing"})
 
 
-def refusals(recording: Recording, path: Path, against: str, manifest: Manifest) -> list[str]:
+def refusals(recording: Recording, path: Path, against: str, manifest: Manifest, *,
+             scenario: str | None = None) -> list[str]:
     """Why ``recording`` (read from ``path``) may not stand for the real stack ``against``;
-    empty when it may."""
+    empty when it may. ``scenario``: the digest of what must have made it (None: the driver
+    scenario; a corpus of command lines has its own)."""
     fix = f"re-record with `pytest-stacks record {against}`"
     where = str(path)
     problems: list[str] = []
@@ -48,7 +50,7 @@ def refusals(recording: Recording, path: Path, against: str, manifest: Manifest)
         problems.append(f"{where} is of daemon {recording.versions.get('daemon')}, but "
                         f"{against} is pinned at {real.version}: the recording is stale; {fix}")
     digest = recording.provenance.scenario
-    current = scenario_digest()
+    current = scenario or scenario_digest()
     if digest != current:
         problems.append(f"{where} was made by another scenario (digest {digest or 'missing'}, "
                         f"this one's {current}): it is stale; {fix}")

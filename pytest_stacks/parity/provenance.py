@@ -40,8 +40,10 @@ class Provenance:
     run_id: str | None = None
 
     @classmethod
-    def now(cls, provider: str, run_id: str | None) -> Provenance:
-        return cls(provider, scenario_digest(), __version__, run_id)
+    def now(cls, provider: str, run_id: str | None, scenario: str | None = None) -> Provenance:
+        """What makes a recording now; ``scenario``: the digest of what ran, when it is not
+        the driver scenario (a corpus of command lines names its own)."""
+        return cls(provider, scenario or scenario_digest(), __version__, run_id)
 
     @classmethod
     def read(cls, data: Any) -> Provenance:

@@ -1,4 +1,5 @@
-"""Record one scenario run of a client: what the flow of a recording is, in one place."""
+"""Record one scenario run of a client, or one replay of a corpus of command lines: what the
+flow of a recording is, in one place."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ from pathlib import Path
 
 from pytest_stacks.contract import JobClient, Tappable
 from pytest_stacks.errors import StacksError
+from pytest_stacks.parity.corpus import WORK, Corpus, LoginNode, replay
 from pytest_stacks.parity.provenance import Provenance
 from pytest_stacks.parity.scenario import run_scenario
 from pytest_stacks.parity.store import Recording
@@ -39,3 +41,13 @@ def record(client: JobClient, *, stack: str, backend: str, run_dir: Path,
     return Recording.of(stack, backend, client.versions(), recorder,
                         {str(run_dir): "<run_dir>", stack: "<stack>", **made},
                         Provenance.now(provider, run_id))
+
+
+def record_corpus(corpus: Corpus, node: LoginNode, *, stack: str, backend: str,
+                  versions: dict[str, str], workdir: str, timeout: float, provider: str,
+                  run_id: str | None = None) -> Recording:
+    """Replay ``corpus`` on ``node`` in ``workdir`` and return the normalised recording; its
+    provenance names the corpus (its digest), not the driver scenario."""
+    recorder = replay(corpus, node, workdir, timeout=timeout)
+    return Recording.of(stack, backend, versions, recorder, {workdir: WORK, stack: "<stack>"},
+                        Provenance.now(provider, run_id, corpus.digest))

@@ -139,8 +139,10 @@ class ParityFile:
     pairings: dict[str, Pairing]
     declared: list[Declared]
 
-    def recording_path(self, stack: str) -> Path:
-        return self.path.parent / "recordings" / f"{stack}.json"
+    def recording_path(self, stack: str, kind: str = "") -> Path:
+        """The recording of ``stack`` (``kind``: ``corpus`` for its command-line corpus)."""
+        suffix = f".{kind}" if kind else ""
+        return self.path.parent / "recordings" / f"{stack}{suffix}.json"
 
     def fakes_of(self, real: str) -> list[Pairing]:
         return [p for p in self.pairings.values() if p.against == real]

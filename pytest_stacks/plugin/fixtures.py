@@ -1,5 +1,5 @@
 """The fixtures users write tests with: ``stack``, ``backend``, ``stack_info``, ``stack_logs``,
-``stack_fake``.
+``stack_fake``, ``stack_commands``.
 
 Registered in every project that installs the plugin (a fixture costs nothing until a test asks
 for it), so a test that asks for a stack without a manifest gets a clear message rather than
@@ -9,13 +9,21 @@ for it), so a test that asks for a stack without a manifest gets a clear message
 from __future__ import annotations
 
 import functools
+import os
+import re
+import tempfile
 from collections.abc import Callable, Generator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
 from packaging.version import Version
 
 from pytest_stacks.contract import JobClient, JobHandle, JobSpec, SubmitResult
+from pytest_stacks.errors import InfrastructureError, StacksError
+from pytest_stacks.login.commands import LoginCommands, open_commands
+from pytest_stacks.login.route import NoCommands
 from pytest_stacks.manifest import Stack
 from pytest_stacks.plugin.state import STATE, state
 from pytest_stacks.providers import site_jobs
@@ -130,12 +138,22 @@ def stack_info(request: pytest.FixtureRequest, stack: Stack,
 def stack_fake(request: pytest.FixtureRequest, stack: Stack,
                _stack_client: RecordingClient) -> Any:
     """On a fake stack, the in-process double itself, for a user's own client to drive:
-    fake-slurm's host (``run(argv, user=...)`` answers sbatch, squeue, scontrol, sacct and
-    scancel as the pinned version does; ``put_files``/``get_files`` reach its filesystem),
-    fake-htcondor's schedd (the Schedd interface of ``pytest_stacks.backends.htcondor.api``),
-    fake-mpi-operator's API server (``pytest_stacks.backends.kubernetes.api.KubeApi``).
+    fake-slurm's host (``run(argv, user=..., stdin=..., cwd=...)`` answers sbatch, squeue,
+    scontrol, sacct and scancel as the pinned version does; ``put_files``/``get_files`` reach
+    its filesystem), fake-htcondor's schedd (the Schedd interface of
+    ``pytest_stacks.backends.htcondor.api``), fake-mpi-operator's API server
+    (``pytest_stacks.backends.kubernetes.api.KubeApi``).
+
+    The schedulers' command line is ``stack_fake.commands`` on both fake-slurm (the host
+    itself) and fake-htcondor (``condor_submit``, ``condor_q``, ``condor_history``,
+    ``condor_rm``, ``condor_transfer_data``, ``condor_version``): ``commands.run(argv, *,
+    user=None, timeout=60.0, stdin="", cwd=None) -> CommandResult`` and
+    ``commands.share(host_dir)``, which makes an absolute host folder the same path on the
+    fake's side (a script or submit file named there is read there; job outputs written
+    there land there); other paths stay in the fake's private root.
     ``stack_info["fake"]`` names its type. A real stack has no double: the test is skipped,
-    saying so; reach a real stack through ``stack_info`` (endpoints, token directory)."""
+    saying so; reach a real stack through ``stack_info`` (endpoints, token directory), or its
+    commands through ``stack_commands``."""
     double = _attached(request, stack).double
     if double is None:
         pytest.skip(f"stack {stack.name} is not an in-process fake: reach it through "
@@ -167,3 +185,56 @@ def backend(request: pytest.FixtureRequest, stack: Stack,
     _stack_client.handles = []
     request.node.stash[HANDLES] = _stack_client
     yield _stack_client
+
+
+@dataclass(frozen=True)
+class StackCommands:
+    """What ``stack_commands`` gives a test: the scheduler's commands on PATH.
+
+    ``env`` is this process's environment with ``bin`` first on PATH (pass it as ``env=``, or
+    ``monkeypatch.setenv("PATH", env["PATH"])``); ``shared`` is a folder of this test's that
+    is the same path on this machine and on the login host (None on an existing site, which
+    shares no folder with this machine); ``commands`` are those the login host has;
+    ``user`` the login user they run as."""
+
+    stack: str
+    bin: Path
+    env: dict[str, str]
+    shared: Path | None
+    commands: tuple[str, ...]
+    user: str
+
+
+@pytest.fixture(scope="session")
+def _stack_login(request: pytest.FixtureRequest, stack: Stack,
+                 _stack_client: RecordingClient) -> Generator[LoginCommands, None, None]:
+    """One stack's bin folder in this process, removed (its fake's relay ended) when the
+    session lets the stack go."""
+    attached = _attached(request, stack)
+    pool = state(request.config).pool
+    assert pool is not None
+    folder = pool.ctx.run_dir / "login" / f"{stack.name}-{os.getpid()}"
+    try:
+        made = open_commands(stack, attached.info, attached.double, folder)
+    except NoCommands as exc:
+        pytest.skip(str(exc))
+    except StacksError as exc:
+        raise InfrastructureError(stack.name, f"its commands cannot be put on PATH: "
+                                              f"{exc}") from None
+    yield made
+    made.close()
+
+
+@pytest.fixture
+def stack_commands(request: pytest.FixtureRequest, _stack_login: LoginCommands
+                   ) -> StackCommands:
+    """The stack's own commands (``sbatch``, ``squeue``, ``condor_submit``, ...) forwarded to
+    its login host as its login user: ``subprocess.run(["sbatch", "job.sh"],
+    env=stack_commands.env, cwd=stack_commands.shared)``. See docs/your-own-client.md."""
+    shared = None
+    if _stack_login.shared is not None:
+        name = re.sub(r"[^A-Za-z0-9_.-]+", "_", request.node.name)[:48]
+        shared = Path(tempfile.mkdtemp(prefix=f"{name}-", dir=_stack_login.shared))
+        shared.chmod(0o777)  # the login user (another uid in a container) writes there too
+    return StackCommands(_stack_login.stack, _stack_login.bin, _stack_login.environment(),
+                         shared, _stack_login.commands, _stack_login.route.user)

@@ -31,6 +31,7 @@ from pytest_stacks.providers import (
     object_store,
     preflight,
     reaper,
+    shared_folder,
     stack_adapter,
     stack_health,
 )
@@ -213,6 +214,7 @@ class ComposeProvider:
             oci.install(stack, container, ctx.labels(stack.name), stack.timeouts.ready)
             apptainer.install(stack, container, ctx.labels(stack.name), stack.timeouts.ready)
             endpoints.update(access_for(stack).endpoints(stack, ctx, info, services))
+            endpoints.update(shared_folder.endpoints(stack, ctx.run_dir))
         except StacksError as exc:
             message = exc.message if isinstance(exc, InfrastructureError) else str(exc)
             raise InfrastructureError(stack.name, message, self._compose_logs(info)) from None

@@ -1,7 +1,7 @@
 """The compose files of a stack's project: its own ``compose.yaml`` and the override this run
 writes beside it, which labels everything the project creates (services, networks, volumes)
 with the run, the stack and the owner, and adds what the stack's options ask of its services
-(the object store, a container runtime's permissions)."""
+(the object store, a container runtime's permissions, the run's shared folder)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import Any
 import yaml
 
 from pytest_stacks.manifest import Stack
-from pytest_stacks.providers import object_store
+from pytest_stacks.providers import object_store, shared_folder
 from pytest_stacks.providers import oci_bundles as oci
 from pytest_stacks.providers.base import RunContext
 
@@ -34,9 +34,14 @@ def override(stack: Stack, ctx: RunContext, run_dir: Path) -> Path:
     if source.get("volumes"):
         doc["volumes"] = {name: {"labels": labels} for name in source["volumes"]}
     for part in (object_store.override(stack, labels, list(source.get("services", {}))),
-                 oci.override(stack)):
+                 oci.override(stack),
+                 shared_folder.override(stack, run_dir, list(source.get("services", {})))):
         for name, service in part.get("services", {}).items():
-            doc["services"].setdefault(name, {}).update(service)
+            into = doc["services"].setdefault(name, {})
+            mounts = into.get("volumes", []) + service.get("volumes", [])
+            into.update(service)
+            if mounts:
+                into["volumes"] = mounts
         doc.setdefault("volumes", {}).update(part.get("volumes", {}))
     path = run_dir / f"{stack.name}.compose.override.yaml"
     path.write_text(yaml.safe_dump(doc, sort_keys=True))

@@ -11,7 +11,6 @@ strict as the real thing where that matters to clients: finished jobs leave the 
 from __future__ import annotations
 
 import itertools
-import json
 import os
 import shutil
 import signal
@@ -19,33 +18,17 @@ import subprocess
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from pytest_stacks import places
+from pytest_stacks.backends.slurm.fake_job import Job as _Job
+from pytest_stacks.backends.slurm.fake_queries import SlurmQueries
+from pytest_stacks.backends.slurm.fake_sbatch import SbatchRefused, expand, read_submission
 from pytest_stacks.transports import CommandResult
 from pytest_stacks.versions import at_least
 
 
-@dataclass
-class _Job:
-    job_id: int
-    name: str
-    workdir: str
-    argv: list[str]
-    stdout_path: str
-    stderr_path: str
-    user: str
-    state: str = "PENDING"
-    reason: str = "None"
-    exit_code: int = 0
-    signal: int = 0
-    process: subprocess.Popen[bytes] | None = None
-    submitted: float = field(default_factory=time.monotonic)
-    ended: float | None = None
-
-
-class FakeSlurmHost:
+class FakeSlurmHost(SlurmQueries):
     """A scheduler host: a private filesystem root plus a modelled slurmctld."""
 
     def __init__(self, version: str = "24.11.5", *, min_job_age: float = 1.0,
@@ -60,14 +43,40 @@ class FakeSlurmHost:
         self._jobcomp: list[str] = []
         self._ctld_log: list[str] = []  # what the modelled slurmctld itself says
         self._lock = threading.RLock()
+        self._stdin, self._cwd = "", "/"  # the command being answered (run())
         self.log: list[str] = []  # the commands received (for the double's own tests)
+        self._shared: list[Path] = []  # host folders seen at the same path (share())
         major, minor = (int(p) for p in version.split(".")[:2])
         self._series = (major, minor)
 
     # ------------------------------------------------------------ filesystem
 
-    def _path(self, path: str) -> Path:
-        resolved = (self.root / path.lstrip("/")).resolve()
+    @property
+    def commands(self) -> FakeSlurmHost:
+        """The command line (``run``/``share``): the host itself, named as fake-htcondor's
+        ``commands`` is, so a shim reaches either fake the same way."""
+        return self
+
+    def share(self, host_dir: Path) -> None:
+        """Make ``host_dir`` (an absolute host path: the run's shared folder) the same path on
+        the fake's side: scripts, submit files and inputs named there are read from there, and
+        what a job writes there (its ``-o``/``-e`` files, its working directory) lands there
+        on the host, as on a login node that mounts the folder. Every other path keeps the
+        fake's private root."""
+        folder = Path(host_dir)
+        if not folder.is_absolute():
+            raise ValueError(f"share({host_dir!s}): the shared folder must be an absolute "
+                             "host path")
+        with self._lock:
+            self._shared.append(Path(os.path.normpath(folder)))
+
+    def _path(self, path: str, cwd: str | None = None) -> Path:
+        """The host path of ``path`` as the fake's side names it (relative: against ``cwd``)."""
+        raw = path if path.startswith("/") else f"{(cwd or '/').rstrip('/')}/{path}"
+        normal = Path(os.path.normpath(raw))
+        if any(normal.is_relative_to(folder) for folder in self._shared):
+            return normal
+        resolved = (self.root / str(normal).lstrip("/")).resolve()
         if not resolved.is_relative_to(self.root.resolve()):
             raise PermissionError(f"path escapes the fake host: {path}")
         return resolved
@@ -86,12 +95,17 @@ class FakeSlurmHost:
 
     # ------------------------------------------------------------ commands
 
-    def run(self, argv: Sequence[str], *, user: str | None = None,
-            timeout: float = 60.0) -> CommandResult:
+    def run(self, argv: Sequence[str], *, user: str | None = None, timeout: float = 60.0,
+            stdin: str = "", cwd: str | None = None) -> CommandResult:
+        """Run a command as the login host would: ``stdin`` is the command's standard input
+        (sbatch reads its script there when no file is named), ``cwd`` its working directory
+        on the fake's side (relative paths and sbatch's defaults resolve against it; None:
+        ``/``)."""
         argv = tuple(argv)
         self.log.append(" ".join(argv))
         with self._lock:
             self._tick()
+            self._stdin, self._cwd = stdin, cwd or "/"
             handler = {
                 "sinfo": self._sinfo, "sbatch": self._sbatch, "squeue": self._squeue,
                 "scontrol": self._scontrol, "sacct": self._sacct, "scancel": self._scancel,
@@ -113,36 +127,44 @@ class FakeSlurmHost:
         return self._ok(argv, "idle\n")
 
     def _sbatch(self, argv: tuple[str, ...], user: str) -> CommandResult:
-        opts: dict[str, str] = {}
-        rest: list[str] = []
-        for arg in argv[1:]:
-            if rest or not arg.startswith("-"):
-                rest.append(arg)
-            elif "=" in arg:
-                key, value = arg.split("=", 1)
-                opts[key] = value
-            else:
-                opts[arg] = ""
-        if not rest:
-            return self._err(argv, "sbatch: error: Batch script is empty!\n")
-        if "--container" in opts and not at_least(self.version, (21, 8)):  # seen on 20.11.9
+        def read(name: str) -> str | None:
+            try:
+                return self._path(name, self._cwd).read_text()
+            except (OSError, UnicodeDecodeError, PermissionError):
+                return None
+        try:
+            sub = read_submission(list(argv[1:]), stdin=self._stdin, cwd=self._cwd,
+                                  read_file=read)
+        except SbatchRefused as exc:
+            return self._err(argv, str(exc))
+        if sub.container and not at_least(self.version, (21, 8)):  # seen on 20.11.9
             return self._err(argv, f"sbatch: unrecognized option '--container="
-                                   f"{opts['--container']}'\nTry \"sbatch --help\" for more "
+                                   f"{sub.container}'\nTry \"sbatch --help\" for more "
                                    "information\n")
-        workdir = opts.get("--chdir", "/")
-        if not self._path(workdir).is_dir():
-            return self._err(argv, f"sbatch: error: chdir({workdir}): No such file or directory\n")
-        script = self._path(rest[0])
-        if not script.is_file():
-            return self._err(argv, f"sbatch: error: Unable to open file {rest[0]}\n")
+        if sub.partition != "debug":
+            return self._err(argv, f"sbatch: error: invalid partition specified: "
+                                   f"{sub.partition}\nsbatch: error: Batch job submission "
+                                   "failed: Invalid partition name specified\n")
+        if not self._path(sub.workdir).is_dir():
+            return self._err(argv, f"sbatch: error: chdir({sub.workdir}): No such file or "
+                                   "directory\n")
         job_id = next(self._ids)
-        out = opts.get("--output", f"{workdir}/slurm-%j.out").replace("%j", str(job_id))
-        err = opts.get("--error", out).replace("%j", str(job_id))
-        self._jobs[job_id] = _Job(job_id, opts.get("--job-name", script.name), workdir,
-                                  [str(script), *rest[1:]], out, err, user)
+        spool = self.root / "spool" / f"job{job_id:05d}"
+        spool.mkdir(parents=True)
+        (spool / "slurm_script").write_text(sub.script)
+        (spool / "slurm_script").chmod(0o755)
+        out = expand(sub.output, job_id=job_id, name=sub.name, user=user)
+        err = expand(sub.error, job_id=job_id, name=sub.name, user=user)
+        job = _Job(job_id, sub.name, sub.workdir, [str(spool / "slurm_script"),
+                                                   *sub.script_args], out, err, user,
+                   submit_dir=sub.submit_dir, partition=sub.partition,
+                   command=sub.command)
+        if sub.hold:
+            job.reason = "JobHeldUser"
+        self._jobs[job_id] = job
         self._ctld(f"_slurm_rpc_submit_batch_job: JobId={job_id} InitPrio=1 usec=12")
         self._tick()
-        return self._ok(argv, f"{job_id}\n" if "--parsable" in opts else
+        return self._ok(argv, f"{job_id}\n" if sub.parsable else
                         f"Submitted batch job {job_id}\n")
 
     # ------------------------------------------------------------ the controller's clock
@@ -176,19 +198,20 @@ class FakeSlurmHost:
     def _start(self, job: _Job) -> None:
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(self.root),
                "SLURM_JOB_ID": str(job.job_id), "SLURM_JOB_NAME": job.name,
-               "SLURM_SUBMIT_DIR": job.workdir}
+               "SLURM_SUBMIT_DIR": job.submit_dir}
         stdout = open(self._path(job.stdout_path), "wb")  # noqa: SIM115 (handed to the child)
         stderr = stdout if job.stderr_path == job.stdout_path else open(  # noqa: SIM115
             self._path(job.stderr_path), "wb")
         try:
             job.process = subprocess.Popen(
-                ["bash", *job.argv], cwd=self._path(job.workdir), env=env, stdout=stdout,
+                job.argv, cwd=self._path(job.workdir), env=env, stdout=stdout,
                 stderr=stderr, stdin=subprocess.DEVNULL, start_new_session=True)
         finally:
             stdout.close()
             if stderr is not stdout:
                 stderr.close()
         job.state, job.reason = "RUNNING", "None"
+        job.started = time.monotonic()
         self._ctld(f"sched: Allocate JobId={job.job_id} NodeList=localhost #CPUs=1 "
                    f"Partition=debug")
 
@@ -197,6 +220,7 @@ class FakeSlurmHost:
         self._ctld_log.append(f"[{stamp}] {text}")
 
     def _complete(self, job: _Job) -> None:
+        job.end_stamp = time.strftime("%Y-%m-%dT%H:%M:%S")
         self._ctld(f"_job_complete: JobId={job.job_id} WEXITSTATUS {job.exit_code}")
         self._ctld(f"_job_complete: JobId={job.job_id} done")
         # Seen on 20.11 (tests/parity): the completion log records a cancelled job's exit
@@ -208,128 +232,6 @@ class FakeSlurmHost:
             f"NodeList=localhost ExitCode={job.exit_code}:{signal_seen}")
 
     # ------------------------------------------------------------ views
-
-    def _json_state(self, job: _Job) -> object:
-        return [job.state] if self._series >= (23, 11) else job.state
-
-    def _json_exit(self, job: _Job) -> object:
-        if self._series < (23, 2):
-            return (job.exit_code << 8) | job.signal  # raw wait status
-        # Seen on 24.11 (tests/parity): a running job's return code is already set (0); a
-        # signalled one has no return code, and its signal carries its name.
-        return {
-            "status": ["SIGNALED" if job.signal else "SUCCESS" if job.exit_code == 0 else "ERROR"],
-            "return_code": {"set": not job.signal, "infinite": False, "number": job.exit_code},
-            "signal": {"id": {"set": bool(job.signal), "infinite": False, "number": job.signal},
-                       "name": signal.Signals(job.signal).name[3:] if job.signal else ""},
-        }
-
-    def _json_envelope(self, argv: tuple[str, ...], user: str) -> dict[str, object]:
-        """What 24.11 prints around the jobs (data_parser v0.0.42), as recorded."""
-        if self._series < (24, 11):
-            return {}
-        words = list(argv)
-        if "-t" in words:  # seen: `squeue --json -t all` is shown as ["squeue", "--json", "-t"]
-            del words[words.index("-t") + 1]
-        major, minor, micro = [*self.version.split("."), "0", "0"][:3]
-        unset = {"set": True, "infinite": False, "number": 0}
-        return {
-            "last_backfill": unset,
-            "last_update": {**unset, "number": int(time.time())},
-            "meta": {"plugin": {"type": "", "name": "", "data_parser": "data_parser/v0.0.42",
-                                "accounting_storage": ""},
-                     "client": {"source": "", "user": user, "group": user},
-                     "command": words,
-                     "slurm": {"version": {"major": major, "micro": micro, "minor": minor},
-                               "release": self.version, "cluster": "stacks"}},
-            "errors": [], "warnings": []}
-
-    def _squeue(self, argv: tuple[str, ...], user: str) -> CommandResult:
-        if "-t" in argv and argv.index("-t") + 1 >= len(argv):
-            return self._err(argv, "squeue: option requires an argument -- 't'\n")
-        all_states = "-t" in argv and argv[argv.index("-t") + 1].lower() == "all"
-        if "--json" in argv:
-            if self._series < (21, 8):
-                return self._err(argv, "squeue: unrecognized option '--json'\n"
-                                 "Try \"squeue --help\" for more information\n")
-            # Seen in the captures: 22.05's --json ignores -t (every job in memory); 23.02+
-            # honour it, and without `-t all` finished jobs are not listed.
-            listed = [j for j in self._jobs.values()
-                      if all_states or self._series < (23, 2) or j.ended is None]
-            jobs = [{"job_id": j.job_id, "name": j.name, "job_state": self._json_state(j),
-                     "state_reason": j.reason, "exit_code": self._json_exit(j),
-                     "current_working_directory": j.workdir}
-                    for j in listed]
-            return self._ok(argv, json.dumps({"jobs": jobs, **self._json_envelope(argv, user)},
-                                             indent=2))
-        lines = [f"{j.job_id}|{j.state}|{j.reason}" for j in self._jobs.values()
-                 if all_states or j.ended is None]
-        return self._ok(argv, "\n".join(lines) + ("\n" if lines else ""))
-
-    def _scontrol_line(self, job: _Job) -> str:
-        return (f"JobId={job.job_id} JobName={job.name} UserId={job.user}(1000) "
-                f"JobState={job.state} Reason={job.reason} Dependency=(null) "
-                f"ExitCode={job.exit_code}:{job.signal} WorkDir={job.workdir} "
-                f"StdOut={job.stdout_path} StdErr={job.stderr_path}")
-
-    def _scontrol(self, argv: tuple[str, ...], user: str) -> CommandResult:
-        args = [a for a in argv[1:] if a != "-o"]
-        if args[:2] == ["show", "job"]:
-            if len(args) == 2:
-                if not self._jobs:
-                    return self._ok(argv, "No jobs in the system\n")
-                return self._ok(argv, "".join(self._scontrol_line(j) + "\n"
-                                              for j in self._jobs.values()))
-            job = self._jobs.get(int(args[2])) if args[2].isdigit() else None
-            if job is None:
-                return self._err(argv, "slurm_load_jobs error: Invalid job id specified\n")
-            return self._ok(argv, self._scontrol_line(job).replace(" ", "\n   ") + "\n")
-        if args[:2] == ["show", "config"]:  # the one line the driver reads
-            return self._ok(argv, f"SLURM_CONF              = /etc/slurm/slurm.conf\n"
-                                  f"SLURM_VERSION           = {self.version}\n")
-        if args[:1] == ["ping"]:
-            return self._ok(argv, "Slurmctld(primary) at localhost is UP\n")
-        return self._err(argv, f"scontrol: error: Invalid command: {' '.join(args)}\n")
-
-    def _sacct(self, argv: tuple[str, ...], user: str) -> CommandResult:
-        if "-c" not in argv:
-            return self._err(argv, "Slurm accounting storage is disabled\n")
-        if user not in ("root", "slurm"):
-            # Seen on every version: sacct opens the jobcomp log read-write, and slurmctld
-            # keeps it 0644 for SlurmUser.
-            return self._err(argv, "sacct: fatal: open /var/log/slurm/jobcomp.log: "
-                             "Permission denied\n")
-        wanted: set[str] | None = None
-        # Seen on 20.11 (tests/parity): `sacct -c` ignores -j and lists the whole completion
-        # log; 24.11 honours it. The versions between are not recorded.
-        if "-j" in argv and self._series >= (21, 0):
-            wanted = set(argv[argv.index("-j") + 1].split(","))
-        lines = []
-        for entry in self._jobcomp:
-            fields = dict(part.split("=", 1) for part in entry.split(" ") if "=" in part)
-            if wanted is not None and fields["JobId"] not in wanted:
-                continue
-            lines.append(f"{fields['JobId']}|{fields['JobState']}|{fields['ExitCode']}")
-        return self._ok(argv, "".join(line + "\n" for line in lines))
-
-    def _scancel(self, argv: tuple[str, ...], user: str) -> CommandResult:
-        errors = []
-        for raw in argv[1:]:
-            job = self._jobs.get(int(raw)) if raw.isdigit() else None
-            if job is None or job.ended is not None:
-                errors.append(f"scancel: error: Kill job error on job id {raw}: "
-                              f"Invalid job id specified\n" if job is None else "")
-                continue
-            if job.process is not None and job.process.poll() is None:
-                os.killpg(job.process.pid, signal.SIGKILL)
-                job.process.wait()
-            self._ctld(f"_slurm_rpc_kill_job: REQUEST_KILL_JOB JobId={job.job_id} uid 1000")
-            job.state, job.reason = "CANCELLED", "None"
-            job.exit_code, job.signal = 0, 15
-            job.ended = time.monotonic()
-            self._complete(job)
-        text = "".join(errors)
-        return CommandResult(argv, 1 if text else 0, "", text)
 
     def _test(self, argv: tuple[str, ...], user: str) -> CommandResult:
         """``test -e PATH`` in the fake's file tree (no ``/etc/slurm/oci.conf``: no containers,

@@ -18,6 +18,7 @@ from pytest_stacks import places
 from pytest_stacks.backends.htcondor.api import ScheddError, Submitted, parse_condor_version
 from pytest_stacks.backends.htcondor.fake import startd
 from pytest_stacks.backends.htcondor.fake.classad import ERROR, UNDEFINED, ClassAdSyntaxError, Expr
+from pytest_stacks.backends.htcondor.fake.commands import FakeCondorCommands
 from pytest_stacks.backends.htcondor.fake.job import Job
 from pytest_stacks.backends.htcondor.fake.starter import (
     EXECUTABLE_NAME,
@@ -63,6 +64,8 @@ class FakeSchedd:
         self._next_eval = time.monotonic() + self.periodic_expr_interval
         self._log: list[str] = []
         self._closed = False
+        #: The HTCondor tools' command line in front of this schedd (a login node's view).
+        self.commands = FakeCondorCommands(self)
         self._log_line(f"** condor_schedd (fake) {self.version} starting, client "
                        f"{self.client}, PERIODIC_EXPR_INTERVAL={self.periodic_expr_interval}")
 
@@ -91,6 +94,7 @@ class FakeSchedd:
                 self._log_line(f"Submitting new job {job.job_id}"
                                + (" (held: spooling input)" if spool else ""))
                 if not spool:  # idle at once, its files read where the client has them
+                    job.ad["_Spooled"] = False
                     job.stage_in()
             return Submitted(cluster=cluster, first_proc=0, num_procs=len(jobs),
                              native=[j.job_id for j in jobs])
@@ -144,18 +148,23 @@ class FakeSchedd:
                                   f"{STATUS_NAMES.get(job.status)}, output not available")
             now = int(time.time())
             job.ad["StageOutStart"] = now
-            iwd = Path(job.ad["SUBMIT_Iwd"])
-            if not iwd.is_dir():
-                raise ScheddError(f"Failed to retrieve job {job_id}: cannot write to {iwd}")
-            for name in self._returned_outputs(job):
-                shutil.copy2(job.spool / name, iwd / name)
-            for attr, sandbox_name in (("Out", STDOUT_NAME), ("Err", STDERR_NAME)):
-                target = str(job.ad.get(attr, "/dev/null"))
-                if target != "/dev/null" and (job.spool / sandbox_name).is_file():
-                    dest = Path(target) if os.path.isabs(target) else iwd / target
-                    shutil.copy2(job.spool / sandbox_name, dest)
+            self._write_back(job)
             job.ad["StageOutFinish"] = int(time.time())
             self._log_line(f"Transferred output of job {job_id} to the client")
+
+    def _write_back(self, job: Job) -> None:
+        """The job's outputs, stdout and stderr into its ``initialdir`` (a retrieval; or the
+        shadow at exit, for a job that was not spooled)."""
+        iwd = Path(job.ad["SUBMIT_Iwd"])
+        if not iwd.is_dir():
+            raise ScheddError(f"Failed to retrieve job {job.job_id}: cannot write to {iwd}")
+        for name in self._returned_outputs(job):
+            shutil.copy2(job.spool / name, iwd / name)
+        for attr, sandbox_name in (("Out", STDOUT_NAME), ("Err", STDERR_NAME)):
+            target = str(job.ad.get(attr, "/dev/null"))
+            if target != "/dev/null" and (job.spool / sandbox_name).is_file():
+                dest = Path(target) if os.path.isabs(target) else iwd / target
+                shutil.copy2(job.spool / sandbox_name, dest)
 
     def _returned_outputs(self, job: Job) -> list[str]:
         return list(job.ad.get("_ReturnedOutputs", []))
@@ -337,6 +346,11 @@ class FakeSchedd:
                 subcode=2)
             return
         job.complete(now)
+        if job.ad.get("_Spooled") is False:
+            try:  # the shadow writes a job's outputs back where its files came from
+                self._write_back(job)
+            except (OSError, ScheddError) as exc:
+                self._log_line(f"Job {job.job_id}: writing its outputs back failed: {exc}")
         self._log_line(f"Job {job.job_id} terminated: "
                        + (f"signal {-code}" if code < 0 else f"exited normally with status {code}"))
         # The shadow's exit path evaluates LeaveJobInQueue right away.

@@ -1,0 +1,109 @@
+"""The ``stack_commands`` fixture as users see it: the scheduler's commands on PATH, forwarded
+to the stack's login host (here the in-process fakes, through the relay), the shared folder,
+the refusals, and nothing left behind when the session ends."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+
+pytest_plugins = ["pytester"]
+
+REPO = Path(__file__).resolve().parents[2]
+
+TESTS = '''
+import json, os, shutil, subprocess
+from pathlib import Path
+
+def run(stack_commands, *argv, **kw):
+    return subprocess.run(list(argv), env=stack_commands.env, capture_output=True, text=True,
+                          cwd=kw.pop("cwd", stack_commands.shared), **kw)
+
+def test_commands_forward_argv_stdin_output_and_exit_code(stack_commands, monkeypatch):
+    Path("seen.json").write_text(json.dumps({"bin": str(stack_commands.bin),
+                                             "shared": str(stack_commands.shared)}))
+    assert "sbatch" in stack_commands.commands and stack_commands.user == "submitter"
+    # The script on stdin, as `sbatch < job.sh` gives it.
+    submitted = run(stack_commands, "sbatch", "--parsable",
+                    input="#!/bin/sh\\necho from-stdin > stdin.txt\\nsleep 30\\n")
+    assert submitted.returncode == 0, submitted.stderr
+    job = submitted.stdout.strip()
+    state = run(stack_commands, "squeue", "-h", "-o", "%T", "-j", job)
+    assert (state.returncode, state.stdout.strip()) == (0, "RUNNING"), state
+    unknown = run(stack_commands, "scontrol", "show", "job", "987654")
+    assert unknown.returncode == 1 and "Invalid job id" in unknown.stderr, unknown
+    assert run(stack_commands, "scancel", job).returncode == 0
+    # A job's file lands in the shared folder, on this machine.
+    (stack_commands.shared / "w.sh").write_text("#!/bin/sh\\necho written > out.txt\\n")
+    wrote = run(stack_commands, "sbatch", "--parsable", "w.sh")
+    assert wrote.returncode == 0, wrote.stderr
+    import time
+    deadline = time.monotonic() + 30
+    while not (stack_commands.shared / "out.txt").exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert (stack_commands.shared / "out.txt").read_text() == "written\\n"
+    # On PATH through monkeypatch as well.
+    monkeypatch.setenv("PATH", stack_commands.env["PATH"])
+    assert shutil.which("sbatch") == str(stack_commands.bin / "sbatch")
+
+def test_a_file_the_login_host_cannot_see_is_refused(stack_commands, tmp_path):
+    (tmp_path / "job.sh").write_text("#!/bin/sh\\necho hi\\n")
+    refused = run(stack_commands, "sbatch", str(tmp_path / "job.sh"), cwd=tmp_path)
+    assert refused.returncode == 2
+    assert "the login host of stack fake-slurm sees only" in refused.stderr
+    assert "stack_commands.shared" in refused.stderr
+'''
+
+
+@pytest.fixture
+def project(pytester: pytest.Pytester) -> pytest.Pytester:
+    pytester.makeini(f"[pytest]\nstacks_manifest = {REPO / 'manifest.yaml'}\n")
+    pytester.makepyfile(test_commands=TESTS)
+    return pytester
+
+
+def test_the_schedulers_commands_reach_the_fake_and_are_gone_after(
+        project: pytest.Pytester) -> None:
+    result = project.runpytest("--stack=fake-slurm", "-p", "no:randomly", "--stack-results=")
+    result.assert_outcomes(passed=2)
+    seen = json.loads((project.path / "seen.json").read_text())
+    # The bin folder, its relay and the shared folder end with the session.
+    assert not Path(seen["bin"]).exists()
+    assert not Path(seen["shared"]).exists()
+
+
+def test_a_stack_without_a_login_host_skips_saying_why(pytester: pytest.Pytester) -> None:
+    pytester.makeini(f"[pytest]\nstacks_manifest = {REPO / 'manifest.yaml'}\n")
+    pytester.makepyfile(test_k8s=textwrap.dedent("""
+        def test_commands(stack_commands):
+            raise AssertionError("must not run")
+    """))
+    result = pytester.runpytest("--stack=fake-mpi-operator", "-rs", "--stack-results=")
+    result.assert_outcomes(skipped=1)
+    result.stdout.fnmatch_lines(["*fake-mpi-operator (mpi-operator) has no login host*"])
+
+
+def test_exec_on_a_fake_says_what_it_is(capsys: pytest.CaptureFixture[str]) -> None:
+    from pytest_stacks.cli import main
+
+    code = main(["--manifest", str(REPO / "manifest.yaml"), "exec", "fake-slurm", "--",
+                 "squeue"])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert "in-process fake" in err and "stack_commands" in err
+
+
+def test_exec_on_a_stack_that_is_not_kept_names_the_fix(
+        capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+        tmp_path: Path) -> None:
+    from pytest_stacks.cli import main
+
+    monkeypatch.setenv("TMPDIR", str(tmp_path))  # no kept runs there
+    import tempfile
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    code = main(["--manifest", str(REPO / "manifest.yaml"), "shell", "slurm-24.11"])
+    assert code == 2
+    assert "pytest-stacks up slurm-24.11" in capsys.readouterr().err
