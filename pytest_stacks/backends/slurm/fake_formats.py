@@ -2,7 +2,8 @@
 
 ``squeue -o`` takes printf-like specs ``%[.][width]letter`` (a ``.`` right-justifies; a width
 pads and cuts); ``-O`` takes ``name[:[.]width]`` fields, 20 wide unless told, with nothing
-between them (seen on 24.11: ``JOBID`` then 15 spaces). The header line repeats each spec's title in the same width. ``sacct`` prints
+between them (seen on 24.11: ``JOBID`` then 15 spaces). The header line repeats each spec's
+title in the same width. ``sacct`` prints
 ``|``-separated rows with ``-P`` (``-p`` ends each row with one too), else columns with a
 dashed rule under the header. These are the fake's own copies of the tools' tables.
 """
@@ -58,7 +59,8 @@ _LETTERS: dict[str, tuple[str, Callable[[JobView], str]]] = {
 }
 
 #: squeue ``-O`` field -> letter (its title and value are the letter's).
-_FIELDS = {"jobid": "i", "jobarrayid": "i", "arrayjobid": "F", "name": "j", "username": "u", "state": "T",
+_FIELDS = {"jobid": "i", "jobarrayid": "i", "arrayjobid": "F", "name": "j", "username": "u",
+           "state": "T",
            "statecompact": "t", "partition": "P", "timeused": "M", "reason": "r",
            "reasonlist": "R", "numnodes": "D", "numcpus": "C", "timelimit": "l",
            "nodelist": "N", "workdir": "Z", "command": "o"}

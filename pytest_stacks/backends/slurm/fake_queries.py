@@ -48,6 +48,10 @@ _SCANCEL = [
     Option("me"), Option("interactive", "i"), Option("account", "A", True),
     Option("clusters", "M", True),
 ]
+#: squeue's options whose value is the next word (short forms; long ones use "=" or are
+#: named the same way).
+_VALUE_WORDS = {f"-{o.short}" for o in _SQUEUE if o.short and o.argument} | {
+    f"--{o.long}" for o in _SQUEUE if o.argument}
 _ACTIVE = {"PENDING", "RUNNING", "SUSPENDED", "COMPLETING", "CONFIGURING"}
 
 
@@ -101,9 +105,10 @@ class SlurmQueries:
         """What 24.11 prints around the jobs (data_parser v0.0.42), as recorded."""
         if self._series < (24, 11):
             return {}
-        words = list(argv)
-        if "-t" in words:  # seen: `squeue --json -t all` is shown as ["squeue", "--json", "-t"]
-            del words[words.index("-t") + 1]
+        # Seen: `squeue --json -t all` is shown as ["squeue", "--json", "-t"], and `-j 7` as
+        # "-j": an option's own word is left out.
+        words = [w for i, w in enumerate(argv)
+                 if i == 0 or argv[i - 1] not in _VALUE_WORDS]
         major, minor, micro = [*self.version.split("."), "0", "0"][:3]
         unset = {"set": True, "infinite": False, "number": 0}
         return {
@@ -116,6 +121,12 @@ class SlurmQueries:
                      "slurm": {"version": {"major": major, "micro": micro, "minor": minor},
                                "release": self.version, "cluster": "stacks"}},
             "errors": [], "warnings": []}
+
+    def _warnings(self, jobs: list[object]) -> list[dict[str, str]]:
+        """Seen on 24.11: no job listed is a warning of its own."""
+        if jobs or self._series < (24, 11):
+            return []
+        return [{"description": "Zero jobs to dump", "source": ""}]
 
     # ------------------------------------------------------------ squeue
 
@@ -168,8 +179,10 @@ class SlurmQueries:
                  "state_reason": j.reason, "exit_code": self._json_exit(j),
                  "current_working_directory": j.workdir}
                 for j in listed]
-        return self._ok(argv, json.dumps({"jobs": jobs, **self._json_envelope(argv, user)},
-                                         indent=2))
+        envelope = self._json_envelope(argv, user)
+        if envelope:
+            envelope["warnings"] = self._warnings(list(jobs))
+        return self._ok(argv, json.dumps({"jobs": jobs, **envelope}, indent=2))
 
     # ------------------------------------------------------------ scontrol
 
