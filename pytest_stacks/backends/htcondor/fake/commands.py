@@ -219,7 +219,8 @@ class FakeCondorCommands:
             out.append(f"All jobs in cluster {target} have been marked for removal\n"
                        if "." not in target else f"Job {target} marked for removal\n")
         if err:
-            raise _Refused("".join(err), 1, "".join(out))
+            # Seen on 23.9.6 (the corpus recording): the complaint follows an empty line.
+            raise _Refused("\n" + "".join(err), 1, "".join(out))
         return "".join(out)
 
     def _ids_of(self, target: str) -> list[str]:
