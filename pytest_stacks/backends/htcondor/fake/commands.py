@@ -93,10 +93,15 @@ class FakeCondorCommands:
             return CommandResult(words, exc.code, exc.stdout, exc.stderr)
         return CommandResult(words, 0, out, "")
 
+    def tools_version(self) -> str:
+        """The login node's tools are the pool's own release (a stack's container has one
+        HTCondor); the bindings' client version is another client's."""
+        return f"$CondorVersion: {self._schedd.version} (pytest-stacks fake tools) $"
+
     def _version(self, args: list[str], stdin: str, cwd: str | None) -> str:
         if args:
             raise _Refused(f"Unknown option {args[0]}\n")
-        return self._schedd.client_version() + "\n$CondorPlatform: X86_64-Debian (fake) $\n"
+        return self.tools_version() + "\n$CondorPlatform: X86_64-Debian (fake) $\n"
 
     # ------------------------------------------------------------ condor_submit
 
@@ -142,7 +147,8 @@ class FakeCondorCommands:
             raise _Refused("", 0, "Submitting job(s).\n0 job(s) submitted to cluster 0.\n"
                            if not terse else "")
         try:
-            submitted = self._schedd.submit(description, spool=spool, count=parsed.count)
+            submitted = self._schedd.submit(description, spool=spool, count=parsed.count,
+                                            client=self.tools_version())
             if spool:
                 self._schedd.spool(submitted)
         except ScheddError as exc:
