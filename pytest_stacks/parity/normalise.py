@@ -61,9 +61,11 @@ class Normaliser:
         self._id_patterns += [
             (re.compile(rf"(?i)(?<=clusterid)(\s*==?\s*){re.escape(c)}\b"), rf"\g<1>{name}")
             for c, name in self._clusters.items()]
-        # condor_submit's "1 job(s) submitted to cluster 17." names the cluster in text.
-        self._id_patterns += [(re.compile(rf"(?<=\bcluster ){re.escape(c)}\b"), name)
-                              for c, name in self._clusters.items()]
+        # condor_submit's "1 job(s) submitted to cluster 17." (and, from 25.x, "run:
+        # condor_watch_q -clusters 17") name the cluster in text.
+        self._id_patterns += [
+            (re.compile(rf"(?:(?<=\bcluster )|(?<=-clusters )){re.escape(c)}\b"), name)
+            for c, name in self._clusters.items()]
 
     @staticmethod
     def _pattern(job_id: str) -> re.Pattern[str]:

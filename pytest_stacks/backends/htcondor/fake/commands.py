@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pytest_stacks.backends.htcondor.api import ScheddError, Submitted
+from pytest_stacks.backends.htcondor.api import ScheddError, Submitted, version_tuple
 from pytest_stacks.backends.htcondor.fake import ad_format
 from pytest_stacks.backends.htcondor.fake.submit_file import SubmitFileError, read_submit_file
 from pytest_stacks.transports import CommandResult
@@ -153,7 +153,12 @@ class FakeCondorCommands:
                 self._schedd.spool(submitted)
         except ScheddError as exc:
             raise _Refused(f"ERROR: {exc}\n") from None
-        return _submit_message(submitted, terse, spool)
+        message = _submit_message(submitted, terse, spool)
+        if not terse and version_tuple(self._schedd.version) >= (25, 0, 0):
+            # Seen on 25.14.1 (the corpus recording), not on 23.9.6; between: not recorded.
+            raise _Refused(f"To monitor your job(s), run: condor_watch_q -clusters "
+                           f"{submitted.cluster}\n", 0, message)
+        return message
 
     def _read(self, name: str, cwd: str | None) -> str:
         try:
