@@ -134,8 +134,7 @@ class FakeSlurmHost(SlurmQueries):
                 return None
         try:
             sub = read_submission(list(argv[1:]), stdin=self._stdin, cwd=self._cwd,
-                                  read_file=read,
-                                  option_error_code=255 if self._series >= (22, 5) else 1)
+                                  read_file=read, option_error_code=255)
         except SbatchRefused as exc:
             return self._err(argv, str(exc), exc.code)
         if sub.container and not at_least(self.version, (21, 8)):  # seen on 20.11.9

@@ -283,17 +283,16 @@ class SlurmQueries:
                        and (not names or j.name in names) and (not users or j.user in users)]
         if cli.has("signal") and _signal_number(cli.last("signal")) is None:
             return self._err(argv, f"scancel: error: Invalid job signal: {cli.last('signal')}\n")
-        # Seen on 22.05 and 24.11 (the corpus recordings): an id slurmctld does not know, or
-        # a finished one, is no error; with a filter (-p, -n, -u, -t), an id the filter
-        # leaves out (a finished job is never in it) is "Invalid job id specified". 20.11 is
-        # not recorded: the fake keeps calling an unknown id invalid there.
+        # Seen on 20.11, 22.05 and 24.11 (the corpus recordings): an id slurmctld does not
+        # know, or a finished one, is no error; with a filter (-p, -n, -u, -t), an id the
+        # filter leaves out (a finished job is never in it) is "Invalid job id specified".
         filtered = filters or cli.has("partition")
         partitions = set(",".join(cli.all("partition")).split(",")) - {""}
         errors = []
         for raw, job in targets:
             left_out = job is not None and (job.ended is not None or bool(
                 partitions and job.partition not in partitions))
-            if (job is None and (filtered or self._series < (22, 5))) or (
+            if (job is None and filtered) or (
                     left_out and filtered):
                 errors.append(f"scancel: error: Kill job error on job id {raw}: "
                               "Invalid job id specified\n")

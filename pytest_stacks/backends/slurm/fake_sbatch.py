@@ -89,7 +89,7 @@ def read_submission(argv: list[str], *, stdin: str, cwd: str,
                     option_error_code: int = 1) -> Submission:
     """The job for ``sbatch argv`` run in ``cwd``; ``read_file`` returns a file's text (None:
     it cannot be opened); ``option_error_code``: the exit status of a command line getopt
-    refuses (255 on 22.05 and 24.11, seen in the corpus recordings)."""
+    refuses (255 on 20.11, 22.05 and 24.11, seen in the corpus recordings)."""
     try:
         cli = parse("sbatch", argv, _OPTIONS, stop_at_operand=True)
     except OptionError as exc:
