@@ -61,6 +61,11 @@ class Normaliser:
         self._id_patterns += [
             (re.compile(rf"(?i)(?<=clusterid)(\s*==?\s*){re.escape(c)}\b"), rf"\g<1>{name}")
             for c, name in self._clusters.items()]
+        # condor_submit's "1 job(s) submitted to cluster 17." (and, from 25.x, "run:
+        # condor_watch_q -clusters 17") name the cluster in text.
+        self._id_patterns += [
+            (re.compile(rf"(?:(?<=\bcluster )|(?<=-clusters )){re.escape(c)}\b"), name)
+            for c, name in self._clusters.items()]
 
     @staticmethod
     def _pattern(job_id: str) -> re.Pattern[str]:
@@ -97,10 +102,19 @@ class Normaliser:
         if not key and value in self.job_ids and _ID_VALUE.fullmatch(value):
             # a word of a command line (`scancel 17`); named objects keep their names
             return f"<job{self.job_ids.index(value) + 1}>"
+        if not key and "," in value and self._id_list(value):
+            # a list of the scenario's jobs in one word (`squeue -j 17,18`, `sacct -j 17,`)
+            return ",".join(f"<job{self.job_ids.index(v) + 1}>" if v else ""
+                            for v in value.split(","))
         parsed = _json(str(value))
         if parsed is not None:
             return {"json": self(parsed)}
         return self.text(str(value))
+
+    def _id_list(self, value: str) -> bool:
+        parts = value.split(",")
+        return any(parts) and all(not p or (p in self.job_ids and _ID_VALUE.fullmatch(p))
+                                  for p in parts)
 
     def _number(self, value: int, key: str) -> Any:
         if key.lower() in ID_KEYS:

@@ -79,7 +79,7 @@ def test_rm_of_known_and_unknown_jobs(schedd: FakeSchedd, tmp_path: Path) -> Non
     assert (removed.returncode, removed.stdout) == (
         0, "All jobs in cluster 1 have been marked for removal\n")
     unknown = schedd.commands.run(["condor_rm", "77.0"])
-    assert (unknown.returncode, unknown.stderr) == (1, "Job 77.0 not found\n")
+    assert (unknown.returncode, unknown.stderr) == (1, "\nJob 77.0 not found\n")
 
 
 def test_unknown_tool_and_option(schedd: FakeSchedd) -> None:

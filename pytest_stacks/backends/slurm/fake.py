@@ -134,9 +134,9 @@ class FakeSlurmHost(SlurmQueries):
                 return None
         try:
             sub = read_submission(list(argv[1:]), stdin=self._stdin, cwd=self._cwd,
-                                  read_file=read)
+                                  read_file=read, option_error_code=255)
         except SbatchRefused as exc:
-            return self._err(argv, str(exc))
+            return self._err(argv, str(exc), exc.code)
         if sub.container and not at_least(self.version, (21, 8)):  # seen on 20.11.9
             return self._err(argv, f"sbatch: unrecognized option '--container="
                                    f"{sub.container}'\nTry \"sbatch --help\" for more "

@@ -1,8 +1,9 @@
 """How Slurm's query tools print a job: ``squeue -o``/``-O`` fields, ``sacct --format`` columns.
 
 ``squeue -o`` takes printf-like specs ``%[.][width]letter`` (a ``.`` right-justifies; a width
-pads and cuts); ``-O`` takes ``name[:[.]width]`` fields, 20 wide unless told, each followed
-by a space. The header line repeats each spec's title in the same width. ``sacct`` prints
+pads and cuts); ``-O`` takes ``name[:[.]width]`` fields, 20 wide unless told, with nothing
+between them (seen on 24.11: ``JOBID`` then 15 spaces). The header line repeats each spec's
+title in the same width. ``sacct`` prints
 ``|``-separated rows with ``-P`` (``-p`` ends each row with one too), else columns with a
 dashed rule under the header. These are the fake's own copies of the tools' tables.
 """
@@ -58,7 +59,8 @@ _LETTERS: dict[str, tuple[str, Callable[[JobView], str]]] = {
 }
 
 #: squeue ``-O`` field -> letter (its title and value are the letter's).
-_FIELDS = {"jobid": "i", "jobarrayid": "i", "arrayjobid": "F", "name": "j", "username": "u", "state": "T",
+_FIELDS = {"jobid": "i", "jobarrayid": "i", "arrayjobid": "F", "name": "j", "username": "u",
+           "state": "T",
            "statecompact": "t", "partition": "P", "timeused": "M", "reason": "r",
            "reasonlist": "R", "numnodes": "D", "numcpus": "C", "timelimit": "l",
            "nodelist": "N", "workdir": "Z", "command": "o"}
@@ -111,7 +113,7 @@ def squeue_lines(jobs: Sequence[JobView], fmt: str, *, header: bool) -> list[str
 
 
 def squeue_format_option(spec: str) -> str:
-    """``-O jobid:10,state`` -> the equivalent ``-o`` format (each field then a space)."""
+    """``-O jobid:10,state`` -> the equivalent ``-o`` format."""
     out = []
     for item in spec.split(","):
         name, _, size = item.strip().partition(":")
@@ -120,7 +122,7 @@ def squeue_format_option(spec: str) -> str:
             raise FormatError(f"squeue: error: Invalid job format specification: {name}\n")
         right = size.startswith(".")
         width = int(size.lstrip(".") or 20)
-        out.append(f"%{'.' if right else ''}{width}{letter} ")
+        out.append(f"%{'.' if right else ''}{width}{letter}")
     return "".join(out)
 
 

@@ -48,6 +48,10 @@ _SCANCEL = [
     Option("me"), Option("interactive", "i"), Option("account", "A", True),
     Option("clusters", "M", True),
 ]
+#: squeue's options whose value is the next word (short forms; long ones use "=" or are
+#: named the same way).
+_VALUE_WORDS = {f"-{o.short}" for o in _SQUEUE if o.short and o.argument} | {
+    f"--{o.long}" for o in _SQUEUE if o.argument}
 _ACTIVE = {"PENDING", "RUNNING", "SUSPENDED", "COMPLETING", "CONFIGURING"}
 
 
@@ -101,9 +105,10 @@ class SlurmQueries:
         """What 24.11 prints around the jobs (data_parser v0.0.42), as recorded."""
         if self._series < (24, 11):
             return {}
-        words = list(argv)
-        if "-t" in words:  # seen: `squeue --json -t all` is shown as ["squeue", "--json", "-t"]
-            del words[words.index("-t") + 1]
+        # Seen: `squeue --json -t all` is shown as ["squeue", "--json", "-t"], and `-j 7` as
+        # "-j": an option's own word is left out.
+        words = [w for i, w in enumerate(argv)
+                 if i == 0 or argv[i - 1] not in _VALUE_WORDS]
         major, minor, micro = [*self.version.split("."), "0", "0"][:3]
         unset = {"set": True, "infinite": False, "number": 0}
         return {
@@ -116,6 +121,12 @@ class SlurmQueries:
                      "slurm": {"version": {"major": major, "micro": micro, "minor": minor},
                                "release": self.version, "cluster": "stacks"}},
             "errors": [], "warnings": []}
+
+    def _warnings(self, jobs: list[object]) -> list[dict[str, str]]:
+        """Seen on 24.11: no job listed is a warning of its own."""
+        if jobs or self._series < (24, 11):
+            return []
+        return [{"description": "Zero jobs to dump", "source": ""}]
 
     # ------------------------------------------------------------ squeue
 
@@ -136,9 +147,9 @@ class SlurmQueries:
             return self._err(argv, f"squeue: error: Invalid job id: {bad[0]}\n")
         users = {u for v in cli.all("user") for u in v.split(",") if u}
         names = {n for v in cli.all("name") for n in v.split(",") if n}
-        # `squeue -j ID` shows the job in any state while it is in memory; without -j and
-        # -t, only the active ones are listed.
-        every = "ALL" in states or (not states and bool(wanted))
+        # Seen on 24.11 (tests/parity corpus): without -t only the active states are listed,
+        # with -j too (a finished job asked for by id prints nothing, exit 0).
+        every = "ALL" in states
         jobs = [j for j in self._jobs.values()
                 if (not wanted or j.job_id in wanted)
                 and (every or (j.state in states if states else j.state in _ACTIVE)
@@ -168,8 +179,10 @@ class SlurmQueries:
                  "state_reason": j.reason, "exit_code": self._json_exit(j),
                  "current_working_directory": j.workdir}
                 for j in listed]
-        return self._ok(argv, json.dumps({"jobs": jobs, **self._json_envelope(argv, user)},
-                                         indent=2))
+        envelope = self._json_envelope(argv, user)
+        if envelope:
+            envelope["warnings"] = self._warnings(list(jobs))
+        return self._ok(argv, json.dumps({"jobs": jobs, **envelope}, indent=2))
 
     # ------------------------------------------------------------ scontrol
 
@@ -270,13 +283,21 @@ class SlurmQueries:
                        and (not names or j.name in names) and (not users or j.user in users)]
         if cli.has("signal") and _signal_number(cli.last("signal")) is None:
             return self._err(argv, f"scancel: error: Invalid job signal: {cli.last('signal')}\n")
+        # Seen on 20.11, 22.05 and 24.11 (the corpus recordings): an id slurmctld does not
+        # know, or a finished one, is no error; with a filter (-p, -n, -u, -t), an id the
+        # filter leaves out (a finished job is never in it) is "Invalid job id specified".
+        filtered = filters or cli.has("partition")
+        partitions = set(",".join(cli.all("partition")).split(",")) - {""}
         errors = []
         for raw, job in targets:
-            if job is None:
+            left_out = job is not None and (job.ended is not None or bool(
+                partitions and job.partition not in partitions))
+            if (job is None and filtered) or (
+                    left_out and filtered):
                 errors.append(f"scancel: error: Kill job error on job id {raw}: "
                               "Invalid job id specified\n")
                 continue
-            if job.ended is not None:
+            if job is None or job.ended is not None:
                 continue
             if cli.has("signal"):
                 self._signal(job, cli.last("signal"))

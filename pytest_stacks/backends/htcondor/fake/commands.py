@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pytest_stacks.backends.htcondor.api import ScheddError, Submitted
+from pytest_stacks.backends.htcondor.api import ScheddError, Submitted, version_tuple
 from pytest_stacks.backends.htcondor.fake import ad_format
 from pytest_stacks.backends.htcondor.fake.submit_file import SubmitFileError, read_submit_file
 from pytest_stacks.transports import CommandResult
@@ -93,10 +93,15 @@ class FakeCondorCommands:
             return CommandResult(words, exc.code, exc.stdout, exc.stderr)
         return CommandResult(words, 0, out, "")
 
+    def tools_version(self) -> str:
+        """The login node's tools are the pool's own release (a stack's container has one
+        HTCondor); the bindings' client version is another client's."""
+        return f"$CondorVersion: {self._schedd.version} (pytest-stacks fake tools) $"
+
     def _version(self, args: list[str], stdin: str, cwd: str | None) -> str:
         if args:
             raise _Refused(f"Unknown option {args[0]}\n")
-        return self._schedd.client_version() + "\n$CondorPlatform: X86_64-Debian (fake) $\n"
+        return self.tools_version() + "\n$CondorPlatform: X86_64-Debian (fake) $\n"
 
     # ------------------------------------------------------------ condor_submit
 
@@ -142,12 +147,18 @@ class FakeCondorCommands:
             raise _Refused("", 0, "Submitting job(s).\n0 job(s) submitted to cluster 0.\n"
                            if not terse else "")
         try:
-            submitted = self._schedd.submit(description, spool=spool, count=parsed.count)
+            submitted = self._schedd.submit(description, spool=spool, count=parsed.count,
+                                            client=self.tools_version())
             if spool:
                 self._schedd.spool(submitted)
         except ScheddError as exc:
             raise _Refused(f"ERROR: {exc}\n") from None
-        return _submit_message(submitted, terse, spool)
+        message = _submit_message(submitted, terse, spool)
+        if not terse and version_tuple(self._schedd.version) >= (25, 0, 0):
+            # Seen on 25.14.1 (the corpus recording), not on 23.9.6; between: not recorded.
+            raise _Refused(f"To monitor your job(s), run: condor_watch_q -clusters "
+                           f"{submitted.cluster}\n", 0, message)
+        return message
 
     def _read(self, name: str, cwd: str | None) -> str:
         try:
@@ -219,7 +230,8 @@ class FakeCondorCommands:
             out.append(f"All jobs in cluster {target} have been marked for removal\n"
                        if "." not in target else f"Job {target} marked for removal\n")
         if err:
-            raise _Refused("".join(err), 1, "".join(out))
+            # Seen on 23.9.6 (the corpus recording): the complaint follows an empty line.
+            raise _Refused("\n" + "".join(err), 1, "".join(out))
         return "".join(out)
 
     def _ids_of(self, target: str) -> list[str]:

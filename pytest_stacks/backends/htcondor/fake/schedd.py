@@ -82,12 +82,12 @@ class FakeSchedd:
     # -------------------------------------------------------------- submit and spool
 
     def submit(self, description: Mapping[str, str], *, spool: bool = True,
-               count: int = 1) -> Submitted:
+               count: int = 1, client: str | None = None) -> Submitted:
         with self._lock:
             self._check_open()
             self._tick()
             cluster = next(self._clusters)
-            jobs = [self._make_job(description, cluster, proc)
+            jobs = [self._make_job(description, cluster, proc, client)
                     for proc in range(max(1, count))]
             for job in jobs:
                 self._queue[job.job_id] = job
@@ -99,10 +99,12 @@ class FakeSchedd:
             return Submitted(cluster=cluster, first_proc=0, num_procs=len(jobs),
                              native=[j.job_id for j in jobs])
 
-    def _make_job(self, description: Mapping[str, str], cluster: int, proc: int) -> Job:
+    def _make_job(self, description: Mapping[str, str], cluster: int, proc: int,
+                  client: str | None = None) -> Job:
+        """``client``: who submits, as it prints its version (None: the bindings)."""
         spool = self.root / "spool" / str(cluster % 10000) / str(proc) / (
             f"cluster{cluster}.proc{proc}.subproc0")
-        who = Submitter(self.owner, self.uid_domain, self.client_version())
+        who = Submitter(self.owner, self.uid_domain, client or self.client_version())
         parsed = parse_job(description, cluster, proc, spool, who)
         return Job(cluster, proc, parsed.ad, spool, parsed.client_files,
                    input_names=parsed.input_names)
