@@ -20,6 +20,7 @@ from pytest_stacks.backends.htcondor.fake import startd
 from pytest_stacks.backends.htcondor.fake.classad import ERROR, UNDEFINED, ClassAdSyntaxError, Expr
 from pytest_stacks.backends.htcondor.fake.commands import FakeCondorCommands
 from pytest_stacks.backends.htcondor.fake.job import Job
+from pytest_stacks.backends.htcondor.fake.projection import constraint_of, projected
 from pytest_stacks.backends.htcondor.fake.starter import (
     EXECUTABLE_NAME,
     STDERR_NAME,
@@ -241,10 +242,10 @@ class FakeSchedd:
         with self._lock:
             self._check_open()
             self._tick()
-            expr = self._constraint(constraint)
+            expr = constraint_of(constraint)
             now = int(time.time())
             # Seen on 23.9.6: the schedd adds its clock to every ad a query returns.
-            return [{**self._project(job.ad, projection), "ServerTime": now}
+            return [{**projected(job.ad, projection), "ServerTime": now}
                     for job in self._queue.values() if expr.is_true(job.ad, now)]
 
     def history(self, constraint: str = "true", projection: Sequence[str] = (),
@@ -252,37 +253,20 @@ class FakeSchedd:
         with self._lock:
             self._check_open()
             self._tick()
-            expr = self._constraint(constraint)
+            expr = constraint_of(constraint)
             now = int(time.time())
             out: list[dict[str, Any]] = []
             for ad in reversed(self._history):
                 if match >= 0 and len(out) >= match:
                     break
                 if expr.is_true(ad, now):
-                    out.append(self._project(ad, projection))
+                    out.append(projected(ad, projection))
             return out
 
     def slot_ads(self, constraint: str = "true",
                  projection: Sequence[str] = ()) -> list[dict[str, Any]]:
-        return startd.matching(self.slots, self.version, self._constraint(constraint),
+        return startd.matching(self.slots, self.version, constraint_of(constraint),
                                projection)
-
-    @staticmethod
-    def _constraint(text: str) -> Expr:
-        try:
-            return Expr(text or "true")
-        except ClassAdSyntaxError as exc:
-            raise ScheddError(f"Invalid constraint: {exc}") from exc
-
-    @staticmethod
-    def _project(ad: Mapping[str, Any], projection: Sequence[str]) -> dict[str, Any]:
-        wanted = {p.lower() for p in projection}
-        out: dict[str, Any] = {}
-        for key, value in ad.items():
-            if key.startswith("_") or (wanted and key.lower() not in wanted):
-                continue
-            out[key] = str(value) if isinstance(value, Expr) else value
-        return out
 
     # -------------------------------------------------------------- the schedd's clock
 
