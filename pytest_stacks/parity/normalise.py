@@ -36,6 +36,9 @@ _PATH_HEX = re.compile(r"(?<=/)[0-9a-f]{12}(?=/|\b)")
 _ANY_HEX = re.compile(f"{_PATH_HEX.pattern}|{_HEX.pattern}")
 _EPOCH = re.compile(r"\b(?:1[5-9]|2[0-4])\d{8}\b")
 _HMS = re.compile(r"\b\d{1,3}:\d{2}:\d{2}\b")
+#: A placeholder's fixed-width column padding (squeue -O pads each field to 20): the spaces
+#: after it depend on the length of the id it replaced, which differs run by run.
+_PADDED = re.compile(r"(<(?:job\d+|other-job)>) {2,}")
 _LISTED_ID = re.compile(r"(?i)\bJobId=(\d+)\b|^(\d+)(?=[|.;])")
 _ID_VALUE = re.compile(r"\d+(?:\.\d+)?")  # a job id, not Slurm's "cluster": "stacks"
 _EPOCH_FIRST, _EPOCH_END = 1_500_000_000, 2_500_000_000  # 2017 to 2049, as seconds
@@ -152,6 +155,7 @@ class Normaliser:
                 text = pattern.sub(name, text)
         text = _ANY_HEX.sub(self._hex_name, text)
         text = _EPOCH.sub("<epoch>", text)
+        text = _PADDED.sub(r"\1  ", text)
         return _HMS.sub("<hms>", text)
 
     def _foreign_line(self, line: str) -> bool:
