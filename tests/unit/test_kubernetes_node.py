@@ -71,7 +71,9 @@ def test_a_real_mpijob_has_sshd_workers_and_a_launcher_that_runs_the_script() ->
     assert job["mpiImplementation"] == "OpenMPI"
     [launcher] = job["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"]
     [worker] = job["mpiReplicaSpecs"]["Worker"]["template"]["spec"]["containers"]
-    assert launcher["command"][-1] == "mpirun -np 2 pytest-stacks-rank\n"
+    # In args, behind the worker image's entrypoint (which waits for the workers' names).
+    assert "command" not in launcher
+    assert launcher["args"] == ["/bin/sh", "-c", "mpirun -np 2 pytest-stacks-rank\n"]
     assert {"name": "PRTE_MCA_prte_default_hostfile", "value": "/etc/mpi/hostfile"} \
         in launcher["env"]
     assert worker["command"] == objects.SSHD

@@ -200,6 +200,15 @@ def _sshd_worker(template: Obj) -> Obj:
     return worker
 
 
+def _behind_entrypoint(template: Obj) -> None:
+    """The launcher's command as the operator's examples give it: in ``args``, so the worker
+    image's entrypoint runs first and waits until the workers' names resolve
+    (stacks/mpi-worker/mpi-entrypoint.sh); ``command`` would pass it by, and an MPI that meets
+    a name not yet in DNS fails at once."""
+    [container] = template["containers"]
+    container["args"] = [*container.pop("command"), *container.get("args", [])]
+
+
 def pod(spec: JobSpec, opts: JobOptions, *, name: str, namespace: str, run_id: str) -> Obj:
     """One Pod; with staging containers where the job has remote files (the driver checks
     first that they can be staged: :func:`refusal`)."""
@@ -239,6 +248,8 @@ def mpijob(spec: JobSpec, opts: JobOptions, *, name: str, namespace: str, run_id
     launcher_env = (dict(DRIVER_LAUNCHER_ENV)
                     if real and not opts.documented and opts.runtime.mpi == "OpenMPI" else {})
     template = _pod_spec(spec, opts, restart=False, env=launcher_env)
+    if real and not spec.container:
+        _behind_entrypoint(template)
     worker_template = _sshd_worker(_pod_spec(spec, opts, restart=False)) if real else template
     workers = {} if real else {ANNOTATION_RUNNING: "true"}
     worker_labels = dict(labels)
