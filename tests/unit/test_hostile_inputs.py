@@ -213,25 +213,45 @@ def test_kind_owner_records_are_not_an_old_run_directory() -> None:
     assert rundir.reap_dead_run_dirs() == ([], []) and records.is_dir()
 
 
-def _unblock_later(fifo: Path, after: float = 10.0) -> None:
-    """A reader that waits on ``fifo`` for a writer is let go after ``after`` seconds (so a
-    test of a command that must not read it fails instead of hanging)."""
-    def unblock() -> None:
-        time.sleep(after)
-        with contextlib.suppress(OSError):  # nobody reads it: as it should be
-            os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+class _Unblocker:
+    """Lets a reader that waits on ``fifo`` for a writer go after ``after`` seconds, and says
+    whether one was waiting: a write-side open without blocking succeeds only while a reader
+    has the FIFO open. So a command that must not read it fails the test (``waited``) instead
+    of hanging, and no wall-clock bound decides it."""
 
-    threading.Thread(target=unblock, daemon=True).start()
+    def __init__(self, fifo: Path, after: float = 10.0) -> None:
+        self.waited = False
+        self._fifo, self._after = fifo, after
+        threading.Thread(target=self._unblock, daemon=True).start()
+
+    def _unblock(self) -> None:
+        time.sleep(self._after)
+        with contextlib.suppress(OSError):  # ENXIO: nobody reads it, as it should be
+            writer = os.open(self._fifo, os.O_WRONLY | os.O_NONBLOCK)
+            self.waited = True  # before the reader is let go, so it sees this
+            os.close(writer)
+
+
+def _unblock_later(fifo: Path, after: float = 10.0) -> _Unblocker:
+    return _Unblocker(fifo, after)
+
+
+def test_the_unblocker_sees_a_reader_that_waited(tmp_path: Path) -> None:
+    fifo = tmp_path / "f"
+    os.mkfifo(fifo)
+    unblocker = _unblock_later(fifo, after=0.2)
+    with open(fifo, "rb") as reader:  # blocks until the unblocker opens the write side
+        reader.read()
+    assert unblocker.waited
 
 
 def test_an_owner_record_that_is_a_fifo_is_refused_without_reading_it() -> None:
     folder = places.runs_root() / "20260101000000-ffffffff"
     folder.mkdir()
     os.mkfifo(folder / rundir.OWNER_FILE)
-    _unblock_later(folder / rundir.OWNER_FILE)
-    started = time.monotonic()
+    unblocker = _unblock_later(folder / rundir.OWNER_FILE)
     removed, problems = rundir.reap_dead_run_dirs()
-    assert time.monotonic() - started < 5, "it waited on the FIFO"
+    assert not unblocker.waited, "it waited on the FIFO"
     assert removed == [] and len(problems) == 1 and "not a regular file" in problems[0]
 
 
@@ -344,12 +364,12 @@ def test_a_corrupt_kind_owner_record_is_named_never_read_blocking(
     record = records / "pst-bad-x.json"
     if content is None:
         os.mkfifo(record)
-        _unblock_later(record)
+        unblocker: _Unblocker | None = _unblock_later(record)
     else:
+        unblocker = None
         record.write_text(content)
-    started = time.monotonic()
     problems = kind_owners.reap(Recorder(), tmp_path / "runs")
-    assert time.monotonic() - started < 5, "it waited on the FIFO"
+    assert unblocker is None or not unblocker.waited, "it waited on the FIFO"
     [problem] = problems
     assert str(record) in problem and said in problem and "remove the record" in problem
 
@@ -362,10 +382,9 @@ def test_timings_refuses_a_fifo_at_once(tmp_path: Path,
     fifo = tmp_path / "timings.fifo"
     os.mkfifo(fifo)
 
-    _unblock_later(fifo)
-    started = time.monotonic()
+    unblocker = _unblock_later(fifo)
     code, _, err = _run(capsys, "timings", str(fifo))
-    assert time.monotonic() - started < 5, "it waited on the FIFO"
+    assert not unblocker.waited, "it waited on the FIFO"
     assert code != 0 and str(fifo) in err and "not a regular file" in err
 
 
