@@ -105,14 +105,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                          "test is over and every process is done with it, while the run goes "
                          "on; 'at-end': every stack stays up until the run ends. Default: the "
                          "'stacks_release' ini option, else early.")
-    group.addoption(retry.OPTION, default=None, metavar="N",
-                    help="How many times a stack found broken (an infrastructure fault, never "
-                         "a product failure) may be brought up fresh to run its not-yet-run "
-                         "tests again: a whole number >= 0. Default: the 'stacks_infra_retry' "
-                         "ini option, else 0. Only 0 is supported yet: a larger count is "
-                         "refused, never silently ignored.")
-    parser.addini("stacks_infra_retry", "Retries of a broken stack (--stack-infra-retry).",
-                  default="")
+    retry.add_option(group, parser)
     parser.addini("stacks_release", "early or at-end (--stack-release).", default="")
     parser.addini("stacks_unproven", "warn, auto or fail (--stack-unproven).", default="")
     parser.addini("stacks_keep", "never or on-failure (--stack-keep).", default="")

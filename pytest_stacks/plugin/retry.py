@@ -18,6 +18,18 @@ OPTION = "--stack-infra-retry"
 INI = "stacks_infra_retry"
 
 
+def add_option(group: pytest.OptionGroup, parser: pytest.Parser) -> None:
+    """The option and its ini setting (the plugin's addoption would otherwise outgrow the
+    house's function size)."""
+    group.addoption(OPTION, default=None, metavar="N",
+                    help="How many times a stack found broken (an infrastructure fault, never "
+                         "a product failure) may be brought up fresh to run its not-yet-run "
+                         f"tests again: a whole number >= 0. Default: the '{INI}' ini option, "
+                         "else 0. Only 0 is supported yet: a larger count is refused, never "
+                         "silently ignored.")
+    parser.addini(INI, f"Retries of a broken stack ({OPTION}).", default="")
+
+
 def parse_retries(raw: str) -> int:
     """The number of retries a user wrote, or ValueError saying why not (a whole number >= 0;
     empty, negative, fractional and words are refused, not rounded or defaulted)."""
