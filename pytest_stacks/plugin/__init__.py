@@ -30,6 +30,7 @@ from pytest_stacks.plugin import (
     outcomes,
     release,
     reporting,
+    retry,
 )
 from pytest_stacks.plugin.state import STATE, State, setting
 from pytest_stacks.plugin.xdist import XdistBridge, controller_run
@@ -104,6 +105,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                          "test is over and every process is done with it, while the run goes "
                          "on; 'at-end': every stack stays up until the run ends. Default: the "
                          "'stacks_release' ini option, else early.")
+    retry.add_option(group, parser)
     parser.addini("stacks_release", "early or at-end (--stack-release).", default="")
     parser.addini("stacks_unproven", "warn, auto or fail (--stack-unproven).", default="")
     parser.addini("stacks_keep", "never or on-failure (--stack-keep).", default="")
@@ -174,6 +176,7 @@ def pytest_configure(config: pytest.Config) -> None:
     for marker in MARKERS:
         config.addinivalue_line("markers", marker)
     config.pluginmanager.register(fixtures, "pytest-stacks-fixtures")
+    retry.retry_setting(config)  # bad input stops the run before anything starts
     if not _manifest_requested(config):
         config.stash[STATE] = State(None, [], explicit=False)
         return
