@@ -10,12 +10,12 @@ daemon would not.
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import time
 
 from pytest_stacks.backends.slurm import fake_formats as formats
+from pytest_stacks.backends.slurm import fake_json
 from pytest_stacks.backends.slurm.fake_job import Job
 from pytest_stacks.backends.slurm.fake_options import Option, OptionError, parse
 from pytest_stacks.transports import CommandResult
@@ -101,33 +101,6 @@ class SlurmQueries:
                        "name": signal.Signals(job.signal).name[3:] if job.signal else ""},
         }
 
-    def _json_envelope(self, argv: tuple[str, ...], user: str) -> dict[str, object]:
-        """What 24.11 prints around the jobs (data_parser v0.0.42), as recorded."""
-        if self._series < (24, 11):
-            return {}
-        # Seen: `squeue --json -t all` is shown as ["squeue", "--json", "-t"], and `-j 7` as
-        # "-j": an option's own word is left out.
-        words = [w for i, w in enumerate(argv)
-                 if i == 0 or argv[i - 1] not in _VALUE_WORDS]
-        major, minor, micro = [*self.version.split("."), "0", "0"][:3]
-        unset = {"set": True, "infinite": False, "number": 0}
-        return {
-            "last_backfill": unset,
-            "last_update": {**unset, "number": int(time.time())},
-            "meta": {"plugin": {"type": "", "name": "", "data_parser": "data_parser/v0.0.42",
-                                "accounting_storage": ""},
-                     "client": {"source": "", "user": user, "group": user},
-                     "command": words,
-                     "slurm": {"version": {"major": major, "micro": micro, "minor": minor},
-                               "release": self.version, "cluster": "stacks"}},
-            "errors": [], "warnings": []}
-
-    def _warnings(self, jobs: list[object]) -> list[dict[str, str]]:
-        """Seen on 24.11: no job listed is a warning of its own."""
-        if jobs or self._series < (24, 11):
-            return []
-        return [{"description": "Zero jobs to dump", "source": ""}]
-
     # ------------------------------------------------------------ squeue
 
     def _squeue(self, argv: tuple[str, ...], user: str) -> CommandResult:
@@ -179,10 +152,11 @@ class SlurmQueries:
                  "state_reason": j.reason, "exit_code": self._json_exit(j),
                  "current_working_directory": j.workdir}
                 for j in listed]
-        envelope = self._json_envelope(argv, user)
-        if envelope:
-            envelope["warnings"] = self._warnings(list(jobs))
-        return self._ok(argv, json.dumps({"jobs": jobs, **envelope}, indent=2))
+        try:
+            text = fake_json.render(self.version, argv, user, list(jobs), _VALUE_WORDS)
+        except fake_json.UnmodelledRelease as exc:
+            return self._err(argv, f"squeue: error: {exc}\n")
+        return self._ok(argv, text)
 
     # ------------------------------------------------------------ scontrol
 
