@@ -50,11 +50,10 @@ def retry_setting(config: pytest.Config) -> int:
     except ValueError as exc:
         raise pytest.UsageError(
             f"pytest-stacks: {name} {exc}; use {OPTION}=0 (the default: a broken stack's "
-            f"tests end as infrastructure errors) or a positive count such as "
-            f"{OPTION}=1") from None
+            f"tests end as infrastructure errors) or leave it out") from None
     if retries > 0:
         raise pytest.UsageError(
             f"pytest-stacks: {name} is {retries}, but bringing a broken stack up again is not "
-            f"supported yet (issue 60 item 5): a broken stack's tests end as infrastructure "
+            f"supported yet: a broken stack's tests end as infrastructure "
             f"errors. Use {OPTION}=0 or leave it out")
     return retries
