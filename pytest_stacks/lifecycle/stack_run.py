@@ -172,6 +172,8 @@ class StackRun:
                                     f"teardown not proven: {said(exc)}"))
         else:
             self.files.forget()
+            if record.info.provider not in SITE_PROVIDERS:
+                problems = [_gone_with_the_stack(p) for p in problems]
             problems += [Problem(self.stack.name, "teardown", line, failing=False)
                          for line in notes or ()]
         return problems
@@ -201,6 +203,23 @@ class StackRun:
             return []
         return [Problem(self.stack.name, "teardown", "the run's objects were not proven gone: "
                         + "; ".join(left))]
+
+
+#: Providers whose ``down`` leaves the backend running (a site's): what the run made inside it
+#: is proven gone only by the driver's own removal.
+SITE_PROVIDERS = frozenset({"existing"})
+
+
+def _gone_with_the_stack(problem: Problem) -> Problem:
+    """A stack of ours holds the run's objects in its own containers and volumes (the API
+    server's etcd, the nodes' containerd): once ``down`` proved those gone, a removal through
+    the API that could not run (the stack broke: its network cut, its control plane killed)
+    lost nothing. Said, not failing."""
+    if not problem.failing:
+        return problem
+    return Problem(problem.stack, problem.kind,
+                   f"{problem.text}; they went with the stack's own teardown, which was "
+                   f"proven", failing=False)
 
 
 def _as_infrastructure_error(stack: Stack, exc: Exception,
