@@ -62,8 +62,10 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Installed]:
     assert built.returncode == 0, built.stderr[-3000:]
     [wheel] = (root / "dist").glob("pytest_stacks-*.whl")
     subprocess.run([sys.executable, "-m", "venv", str(root / "venv")], check=True, timeout=300)
+    # With the extras the real stacks below need (a Slurm in containers, one over SSH); the
+    # wheel without extras is tests/packaging/test_install_lines.py's.
     pip = subprocess.run([str(root / "venv/bin/python"), "-m", "pip", "install", "-q",
-                          "--disable-pip-version-check", str(wheel)],
+                          "--disable-pip-version-check", f"{wheel}[docker,ssh]"],
                          capture_output=True, text=True, check=False, timeout=900)
     assert pip.returncode == 0, pip.stderr[-3000:]
     yield Installed(root / "venv", root)
