@@ -10,27 +10,12 @@ from pathlib import Path
 
 import pytest
 
+from tests.manifests import fake_slurm
 from tests.unit.refusing_disk import REFUSALS, SAID, full_disk, leftovers, refusing
 
 pytest_plugins = ["pytester"]
 
-MANIFEST = """
-version: 1
-capabilities:
-  submit: s
-backends:
-  slurm:
-    window: {anchor: "20.11", leading_edge: "24.11"}
-stacks:
-  - name: fake-slurm
-    backend: slurm
-    version: "24.11.5"
-    provider: fake
-    transport: local
-    configuration: single-node
-    capabilities: [submit]
-    lanes: [pr]
-"""
+MANIFEST = fake_slurm(anchor="20.11", leading_edge="24.11")
 
 TESTS = """
 import pytest

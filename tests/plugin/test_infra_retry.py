@@ -6,25 +6,11 @@ from __future__ import annotations
 
 import pytest
 
+from tests.manifests import fake_slurm
+
 pytest_plugins = ["pytester"]
 
-MANIFEST = """
-version: 1
-capabilities:
-  submit: s
-backends:
-  slurm:
-    window: {anchor: "22.05", leading_edge: "26.05"}
-stacks:
-  - name: fake-slurm
-    backend: slurm
-    version: "24.11.5"
-    provider: fake
-    transport: local
-    configuration: single-node
-    capabilities: [submit]
-    lanes: [pr]
-"""
+MANIFEST = fake_slurm()
 
 TESTS = """
 def test_a(backend, stack):

@@ -16,23 +16,9 @@ from pytest_stacks.lifecycle.stack_run import StackRun
 from pytest_stacks.manifest import loads
 from pytest_stacks.providers.base import RunContext
 from pytest_stacks.versions import not_older_series
+from tests.manifests import COMPOSE_SLURM
 
-MANIFEST = """
-version: 1
-capabilities: {submit: s}
-backends: {slurm: {window: {anchor: "22.05", leading_edge: "26.05"}}}
-stacks:
-  - name: slurm-24.11
-    backend: slurm
-    version: "24.11.5"
-    provider: compose
-    transport: local
-    configuration: single-node
-    capabilities: [submit]
-    lanes: [pr]
-    compose: {directory: stacks/slurm, service: slurm, build_args: {SLURM_VERSION: "24.11.5-1"}}
-    canary: {build_args: {SLURM_VERSION: ""}}
-"""
+MANIFEST = COMPOSE_SLURM
 
 
 def _run(tmp_path: Path, lane: str) -> StackRun:

@@ -15,23 +15,9 @@ from pytest_stacks.errors import InfrastructureError
 from pytest_stacks.lifecycle.stack_run import StackRun
 from pytest_stacks.manifest import loads
 from pytest_stacks.providers.base import RunContext, StackInfo
+from tests.manifests import COMPOSE_SLURM
 
-MANIFEST = """
-version: 1
-capabilities: {submit: s}
-backends: {slurm: {window: {anchor: "22.05", leading_edge: "26.05"}}}
-stacks:
-  - name: slurm-24.11
-    backend: slurm
-    version: "24.11.5"
-    provider: compose
-    transport: local
-    configuration: single-node
-    capabilities: [submit]
-    lanes: [pr]
-    compose: {directory: stacks/slurm, service: slurm, build_args: {SLURM_VERSION: "24.11.5-1"}}
-    canary: {build_args: {SLURM_VERSION: ""}}
-"""
+MANIFEST = COMPOSE_SLURM
 
 
 class Provider:
