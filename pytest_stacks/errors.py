@@ -34,13 +34,17 @@ class InfrastructureError(StacksError):
     """
 
     def __init__(self, stack: str, message: str, logs: str = "", *,
-                 started: bool = True) -> None:
+                 started: bool = True, during_run: bool = False) -> None:
         """``started`` False: a bring-up refused in its preflight, before it made anything
-        (no engine, no toolchain), so a teardown has nothing of it to look for."""
+        (no engine, no toolchain), so a teardown has nothing of it to look for.
+        ``during_run``: a stack that was up and proven broke under the run's tests (what
+        ``--stack-infra-retry`` may bring up fresh), not one whose bring-up failed (a wrong
+        pin fails the same way every time: bringing it up again would only cost time)."""
         self.stack = stack
         self.message = message
         self.logs = logs
         self.started = started
+        self.during_run = during_run
         super().__init__(f"stack {stack!r}: {message}")
 
 

@@ -23,7 +23,7 @@ from concurrent.futures import Future, ThreadPoolExecutor, wait
 from pytest_stacks import cancellation, places, progress
 from pytest_stacks.errors import InfrastructureError, Problem, said
 from pytest_stacks.lifecycle.rundir import RunDirectory, StackRecord
-from pytest_stacks.lifecycle.stack_run import StackRun
+from pytest_stacks.lifecycle.stack_run import Replacement, StackRun
 from pytest_stacks.manifest import Stack
 from pytest_stacks.providers import provider_for
 from pytest_stacks.providers.base import Attached, RunContext
@@ -34,6 +34,7 @@ class StackPool:
         self.ctx = ctx
         self.run_dir = RunDirectory(ctx)
         self._attached: dict[str, Attached] = {}
+        self._attempt: dict[str, int] = {}  # the bring-up (attempt) each attached one is of
         self._prefetched: dict[str, Future[StackRecord]] = {}
         self._executor: ThreadPoolExecutor | None = None
         self._runs: dict[str, StackRun] = {}
@@ -85,18 +86,46 @@ class StackPool:
         return [s.name for s in todo]
 
     def acquire(self, stack: Stack) -> Attached:
+        """This process's client of the stack, brought up (or found) once per run; a stack
+        another process replaced meanwhile (an infra retry) is attached to afresh."""
         run = self._run(stack)
         if stack.name in self._attached:
             died = run.files.error()  # another process saw it die
             if died is not None:
                 raise died
-            return self._attached[stack.name]
+            record = run.files.record()
+            if record is None or record.attempt == self._attempt.get(stack.name, 1):
+                return self._attached[stack.name]
+            self._drop(stack.name)  # replaced under this process: attach to the fresh one
         started = self._prefetched.get(stack.name)
         if started is not None:
             wait([started])  # its outcome is on record either way: read below
         self.run_dir.ensure()
-        self._attached[stack.name] = run.attach(run.ensure_up(holder=os.getpid()))
+        record = run.ensure_up(holder=os.getpid())
+        self._attached[stack.name] = run.attach(record)
+        self._attempt[stack.name] = record.attempt
         return self._attached[stack.name]
+
+    def replace(self, stack: Stack, retries: int) -> Replacement:
+        """An infra retry of a stack that broke under this process's test
+        (:meth:`StackRun.replace`): on success this process holds the fresh stack (or the
+        one another process brought up meanwhile), and its next :meth:`acquire` returns it."""
+        run = self._run(stack)
+        seen = self._attempt.get(stack.name, 1)
+        self._drop(stack.name)
+        self.run_dir.ensure()
+        done = run.replace(seen, retries)
+        if done.record is not None:
+            run.files.hold(os.getpid())
+            self._attached[stack.name] = run.attach(done.record)
+            self._attempt[stack.name] = done.record.attempt
+        return done
+
+    def _drop(self, name: str) -> None:
+        attached = self._attached.pop(name, None)
+        if attached is not None:
+            with contextlib.suppress(Exception):  # a client of a broken stack may not close
+                attached.close()
 
     def let_go(self, stack: Stack) -> None:
         """This process is done with the stack (its fixtures on it are finalized)."""

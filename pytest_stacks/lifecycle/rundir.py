@@ -109,18 +109,23 @@ class StackRecord:
     client_version: str = ""
     startup_s: float = 0.0
     started_at: float = 0.0  # wall clock (epoch seconds) when its bring-up began
+    #: Which bring-up of the stack in this run this is: 1, then one more per infra retry
+    #: (a broken stack brought up fresh); how a process tells that the stack it holds was
+    #: replaced under it.
+    attempt: int = 1
 
     def to_json(self) -> dict[str, Any]:
         return {"stack": self.stack, "info": self.info.to_json(),
                 "observed_version": self.observed_version,
                 "client_version": self.client_version, "startup_s": round(self.startup_s, 2),
-                "started_at": round(self.started_at, 3)}
+                "started_at": round(self.started_at, 3), "attempt": self.attempt}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> StackRecord:
         return cls(str(data["stack"]), StackInfo.from_json(data["info"]),
                    str(data.get("observed_version", "")), str(data.get("client_version", "")),
-                   float(data.get("startup_s", 0.0)), float(data.get("started_at", 0.0)))
+                   float(data.get("startup_s", 0.0)), float(data.get("started_at", 0.0)),
+                   int(data.get("attempt", 1)))
 
 
 class RunDirectory:
@@ -200,11 +205,17 @@ class StackFiles:
             return None
         saved = json.loads(self._error_path.read_text())
         return InfrastructureError(self.stack, saved["message"], saved.get("logs", ""),
-                                   started=saved.get("started", True))
+                                   started=saved.get("started", True),
+                                   during_run=bool(saved.get("during_run", False)))
 
     def write_error(self, error: InfrastructureError) -> None:
         self._error_path.write_text(json.dumps({"message": error.message, "logs": error.logs,
-                                                "started": error.started}))
+                                                "started": error.started,
+                                                "during_run": error.during_run}))
+
+    def clear_error(self) -> None:
+        """The broken stack the error was about is gone (an infra retry brings a fresh one)."""
+        self._error_path.unlink(missing_ok=True)
 
     def made_nothing(self) -> bool:
         """No process of the run made anything of this stack: none tried to bring it up (its

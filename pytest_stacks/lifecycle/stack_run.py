@@ -82,18 +82,20 @@ class StackRun:
             return borrowed
         return None
 
-    def _bring_up(self) -> StackRecord:
+    def _bring_up(self, attempt: int = 1) -> StackRecord:
         started, started_at = time.monotonic(), time.time()
         attached: Attached | None = None
         try:
             with progress.step("bring-up"):
                 info = self.provider.up(self.stack, self.ctx)
             # Recorded before it is proven, so teardown finds it even when the proof fails.
-            self.files.write(StackRecord(self.stack.name, info, started_at=started_at))
+            self.files.write(StackRecord(self.stack.name, info, started_at=started_at,
+                                         attempt=attempt))
             attached = self.provider.attach(self.stack, info, self.ctx)
             observed, client = self._prove(attached)
             record = StackRecord(self.stack.name, info, observed, client,
-                                 startup_s=time.monotonic() - started, started_at=started_at)
+                                 startup_s=time.monotonic() - started, started_at=started_at,
+                                 attempt=attempt)
             self.files.write(record)
             return record
         except Exception as exc:
@@ -148,10 +150,59 @@ class StackRun:
         if not why:
             return None
         error = InfrastructureError(self.stack.name, f"the stack died during the run: {why}",
-                                    logs)
+                                    logs, during_run=True)
         with self.files.lock():
             self.files.write_error(error)
         return error
+
+    def replace(self, seen: int, retries: int) -> Replacement:
+        """An infra retry: the stack that broke under the run's tests brought down and up
+        fresh, under its lock, at most ``retries`` times in the run (counted across every
+        process by the record's attempt). ``seen``: the attempt the asking process held; a
+        later one means another process replaced it already (the asker attaches to that,
+        costing no retry). Nothing is brought up again when the stack did not break during
+        the run (a failed bring-up fails the same way again), when it is not this run's to
+        replace (borrowed from ``pytest-stacks up``, or a site's), when the retries are
+        spent, or when the broken stack's teardown was not proven (its record stays, so the
+        run's teardown fails closed on it). A fresh bring-up that fails raises its
+        infrastructure error, recorded for every process as any bring-up failure is."""
+        with self.files.lock():
+            record, error = self.files.record(), self.files.error()
+            if record is not None and record.attempt > seen and error is None:
+                return Replacement(record, broken=seen)
+            if error is None or not error.during_run or record is None:
+                return Replacement(None, broken=seen)
+            why_not = self._not_replaceable(record, retries)
+            if why_not:
+                return Replacement(None, broken=record.attempt, why_not=why_not)
+            with progress.for_stack(self.stack.name), \
+                    progress.step(f"infra retry {record.attempt}: the broken stack goes down"):
+                problems = self.end(record)
+            unproven = [p.text for p in problems if p.failing]
+            if unproven:
+                return Replacement(None, broken=record.attempt,
+                                   why_not="not brought up again: the broken stack's teardown "
+                                           "was not proven: " + "; ".join(unproven))
+            self.files.clear_error()
+            with progress.for_stack(self.stack.name), \
+                    progress.step(f"infra retry {record.attempt}: fresh bring-up"):
+                fresh = self._bring_up(attempt=record.attempt + 1)
+            return Replacement(fresh, broken=record.attempt, replaced=True,
+                               notes=tuple(p.text for p in problems))
+
+    def _not_replaceable(self, record: StackRecord, retries: int) -> str:
+        if record.info.kept:
+            return ("not brought up again: it is borrowed from `pytest-stacks up`, not this "
+                    "run's to replace (`pytest-stacks down` ends it)")
+        if record.info.provider in SITE_PROVIDERS:
+            return "not brought up again: a site's deployment is not this run's to replace"
+        used = record.attempt - 1
+        if used >= retries:
+            said = "none were allowed" if retries == 0 else \
+                f"{'the' if retries == 1 else 'all'} {retries} allowed {_retries(retries)} " \
+                f"{'is' if retries == 1 else 'are'} spent"
+            return f"not brought up again: {said} (--stack-infra-retry={retries})"
+        return ""
 
     def reach(self, record: StackRecord) -> str:
         return self.provider.reach(self.stack, record.info)
@@ -203,6 +254,24 @@ class StackRun:
             return []
         return [Problem(self.stack.name, "teardown", "the run's objects were not proven gone: "
                         + "; ".join(left))]
+
+
+@dataclasses.dataclass(frozen=True)
+class Replacement:
+    """What :meth:`StackRun.replace` did: the stack to attach to now (None: none, and
+    ``why_not`` says why when a retry was refused rather than not asked for), the attempt
+    that broke, whether this call brought the fresh one up, and what the broken one's
+    teardown said without failing."""
+
+    record: StackRecord | None
+    broken: int
+    replaced: bool = False
+    why_not: str = ""
+    notes: tuple[str, ...] = ()
+
+
+def _retries(count: int) -> str:
+    return "retry" if count == 1 else "retries"
 
 
 #: Providers whose ``down`` leaves the backend running (a site's): what the run made inside it

@@ -176,7 +176,7 @@ def pytest_configure(config: pytest.Config) -> None:
     for marker in MARKERS:
         config.addinivalue_line("markers", marker)
     config.pluginmanager.register(fixtures, "pytest-stacks-fixtures")
-    retry.retry_setting(config)  # bad input stops the run before anything starts
+    retries = retry.retry_setting(config)  # bad input stops the run before anything starts
     if not _manifest_requested(config):
         config.stash[STATE] = State(None, [], explicit=False)
         return
@@ -207,6 +207,8 @@ def pytest_configure(config: pytest.Config) -> None:
         current.previous_sigterm = signals.sigterm_as_interrupt()
     current.pool = StackPool(ctx)
     config.pluginmanager.register(reporting.Tracker(current), "pytest-stacks-tracker")
+    if retries:
+        config.pluginmanager.register(retry.InfraRetry(current, retries), "pytest-stacks-retry")
     if current.owner:
         outcomes.unproven_policy(config)  # a bad ini value is a usage error now, not at the end
         keeping = reporting.keep_policy(config) == "on-failure"

@@ -47,7 +47,13 @@ class RecordingClient:
                  submitted: Callable[[list[str]], None] | None = None) -> None:
         self._inner = inner
         self._submitted = submitted
+        self._made_for: Any = None  # the stack's client this was made for (its attach)
         self.handles: list[JobHandle] = []
+
+    def _rebind(self, other: RecordingClient) -> None:
+        """Talk to a fresh stack (an infra retry replaced the one this was made for)."""
+        self._inner, self._submitted = other._inner, other._submitted
+        self._made_for = other._made_for
 
     @property
     def raw(self) -> Any:
@@ -114,17 +120,34 @@ def stack(request: pytest.FixtureRequest) -> Stack:
 
 @pytest.fixture(scope="session")
 def _stack_client(request: pytest.FixtureRequest, stack: Stack) -> RecordingClient:
-    attached = _attached(request, stack)
-    user = request.config.hook.pytest_stacks_backend(stack=stack, default=attached.client,
-                                                     info=attached.public_info())
+    return _client_of(request.config, stack, _attached(request, stack))
+
+
+def _client_of(config: pytest.Config, stack: Stack, attached: Attached) -> RecordingClient:
+    """The client a test gets for the stack as attached: the user's (hook), else ours."""
+    user = config.hook.pytest_stacks_backend(stack=stack, default=attached.client,
+                                             info=attached.public_info())
     client = user if user is not None else attached.client
-    pool = state(request.config).pool
+    pool = state(config).pool
     if stack.provider != "existing" or pool is None:
-        return RecordingClient(client)
-    # Ours: pytest-stacks' client, which tags each job with the run; anything else the
-    # suite's own, whose jobs a site's teardown cannot find and does not vouch for.
-    return RecordingClient(client, functools.partial(
-        site_jobs.note, pool.ctx.run_dir, stack.name, ours=client is attached.client))
+        made = RecordingClient(client)
+    else:
+        # Ours: pytest-stacks' client, which tags each job with the run; anything else the
+        # suite's own, whose jobs a site's teardown cannot find and does not vouch for.
+        made = RecordingClient(client, functools.partial(
+            site_jobs.note, pool.ctx.run_dir, stack.name, ours=client is attached.client))
+    made._made_for = attached
+    return made
+
+
+def _current(request: pytest.FixtureRequest, stack: Stack,
+             recording: RecordingClient) -> RecordingClient:
+    """The session's client, made anew (the user's hook asked again) when an infra retry
+    replaced the stack it was made for: a test never talks to the broken stack's endpoints."""
+    attached = _attached(request, stack)  # a stack broken and not replaced raises here
+    if recording._made_for is not attached:
+        recording._rebind(_client_of(request.config, stack, attached))
+    return recording
 
 
 @pytest.fixture
@@ -205,36 +228,59 @@ class StackCommands:
     user: str
 
 
+class _Logins:
+    """One stack's bin folder in this process, opened for the stack as attached (again, in a
+    new folder, when an infra retry replaced it), removed when the session lets it go."""
+
+    def __init__(self, stack: Stack, base: Path) -> None:
+        self._stack, self._base = stack, base
+        self._open: LoginCommands | None = None
+        self._made_for: Attached | None = None
+        self._opened = 0
+
+    def current(self, attached: Attached) -> LoginCommands:
+        if self._open is not None and self._made_for is attached:
+            return self._open
+        self.close()
+        self._opened += 1
+        folder = self._base if self._opened == 1 else Path(f"{self._base}-{self._opened}")
+        try:
+            self._open = open_commands(self._stack, attached.info, attached.double, folder)
+        except NoCommands as exc:
+            pytest.skip(str(exc))
+        except StacksError as exc:
+            raise InfrastructureError(self._stack.name, f"its commands cannot be put on PATH: "
+                                                        f"{exc}") from None
+        self._made_for = attached
+        return self._open
+
+    def close(self) -> None:
+        if self._open is not None:
+            self._open.close()
+            self._open = None
+
+
 @pytest.fixture(scope="session")
 def _stack_login(request: pytest.FixtureRequest, stack: Stack,
-                 _stack_client: RecordingClient) -> Generator[LoginCommands, None, None]:
-    """One stack's bin folder in this process, removed (its fake's relay ended) when the
-    session lets the stack go."""
-    attached = _attached(request, stack)
+                 _stack_client: RecordingClient) -> Generator[_Logins, None, None]:
     pool = state(request.config).pool
     assert pool is not None
-    folder = pool.ctx.run_dir / "login" / f"{stack.name}-{os.getpid()}"
-    try:
-        made = open_commands(stack, attached.info, attached.double, folder)
-    except NoCommands as exc:
-        pytest.skip(str(exc))
-    except StacksError as exc:
-        raise InfrastructureError(stack.name, f"its commands cannot be put on PATH: "
-                                              f"{exc}") from None
-    yield made
-    made.close()
+    logins = _Logins(stack, pool.ctx.run_dir / "login" / f"{stack.name}-{os.getpid()}")
+    yield logins
+    logins.close()
 
 
 @pytest.fixture
-def stack_commands(request: pytest.FixtureRequest, _stack_login: LoginCommands
+def stack_commands(request: pytest.FixtureRequest, stack: Stack, _stack_login: _Logins
                    ) -> StackCommands:
     """The stack's own commands (``sbatch``, ``squeue``, ``condor_submit``, ...) forwarded to
     its login host as its login user: ``subprocess.run(["sbatch", "job.sh"],
     env=stack_commands.env, cwd=stack_commands.shared)``. See docs/your-own-client.md."""
+    login = _stack_login.current(_attached(request, stack))
     shared = None
-    if _stack_login.shared is not None:
+    if login.shared is not None:
         name = re.sub(r"[^A-Za-z0-9_.-]+", "_", request.node.name)[:48]
-        shared = Path(tempfile.mkdtemp(prefix=f"{name}-", dir=_stack_login.shared))
+        shared = Path(tempfile.mkdtemp(prefix=f"{name}-", dir=login.shared))
         shared.chmod(0o777)  # the login user (another uid in a container) writes there too
-    return StackCommands(_stack_login.stack, _stack_login.bin, _stack_login.environment(),
-                         shared, _stack_login.commands, _stack_login.route.user)
+    return StackCommands(login.stack, login.bin, login.environment(),
+                         shared, login.commands, login.route.user)

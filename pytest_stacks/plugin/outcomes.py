@@ -17,6 +17,7 @@ merges across matrix jobs.
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -34,7 +35,9 @@ from pytest_stacks.evidence import EvidenceError
 from pytest_stacks.manifest import Stack
 from pytest_stacks.plugin.state import (
     PROP_INFRA,
+    PROP_RETRIED,
     PROP_STACK,
+    RETRIED,
     State,
     choice_setting,
     setting,
@@ -45,6 +48,7 @@ from pytest_stacks.verdicts import environment as ci_environment
 from pytest_stacks.verdicts.results import (
     CapabilityResult,
     CaseResult,
+    InfraRetry,
     Outcome,
     ResultsDoc,
     ResultsError,
@@ -94,9 +98,13 @@ class Case:
     message: str = ""
     called: bool = False
     parity: str = ""
+    retries: int = 0  # attempts a fault broke, each run again on a fresh stack
 
     def add(self, report: pytest.TestReport, props: dict[str, Any]) -> None:
         self.duration_s += report.duration
+        if PROP_RETRIED in props:  # an attempt the fault broke: its outcome is not the test's
+            self.retries += report.outcome == RETRIED
+            return
         self.identities += [str(v) for k, v in report.user_properties
                             if k == PROP_IDENTITY and str(v) not in self.identities]
         self.parity = str(props.get(PROP_PARITY, self.parity))
@@ -204,12 +212,19 @@ class Outcomes:
 
     started: str = field(default_factory=lambda: datetime.now(UTC).isoformat())
     cases: dict[str, dict[str, Case]] = field(default_factory=dict)
+    #: Per stack and broken attempt: the fault and the tests it hit (each run again).
+    retries: dict[str, dict[int, tuple[str, list[str]]]] = field(default_factory=dict)
 
     def add(self, report: pytest.TestReport) -> None:
         props = dict(report.user_properties)
         name = props.get(PROP_STACK)
         if not isinstance(name, str):
             return
+        if PROP_RETRIED in props and report.outcome == RETRIED:
+            retried = json.loads(str(props[PROP_RETRIED]))
+            _, hit = self.retries.setdefault(name, {}).setdefault(
+                int(retried["attempt"]), (str(retried["fault"]), []))
+            hit.append(report.nodeid)
         cases = self.cases.setdefault(name, {})
         case = cases.get(report.nodeid)
         if case is None:
@@ -304,7 +319,11 @@ def stack_result(current: State, stack: Stack, outcomes: Outcomes,
                               infra),
         infra=infra, problems=tuple(problems), capabilities=table,
         tests=tuple(CaseResult(c.nodeid, cast(Outcome, c.final()), round(c.duration_s, 3),
-                               c.requires, tuple(c.identities), c.message) for c in cases),
+                               c.requires, tuple(c.identities), c.message, c.retries)
+                    for c in cases),
+        infra_retries=tuple(InfraRetry(attempt, fault, tuple(dict.fromkeys(hit))) for
+                            attempt, (fault, hit) in
+                            sorted(outcomes.retries.get(stack.name, {}).items())),
         parity="; ".join(f"{c.parity} ({c.final()})" for c in cases if c.parity),
         driver=driver_note(stack), inputs_digest=bound.inputs[stack.name])
 

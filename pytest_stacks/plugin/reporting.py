@@ -19,6 +19,7 @@ from pytest_stacks.plugin.state import (
     OWN_DESELECTION,
     PROP_INFRA,
     PROP_STACK,
+    RETRIED,
     State,
     choice_setting,
     item_stack,
@@ -128,6 +129,8 @@ def pytest_report_teststatus(report: pytest.TestReport,
     props = getattr(report, "user_properties", ())
     if report.failed and any(k == PROP_INFRA for k, _ in props):
         return "infra", "I", ("INFRA", {"red": True, "bold": True})
+    if report.outcome == RETRIED:
+        return RETRIED, "R", ("INFRA-RETRIED", {"yellow": True})
     return None
 
 
@@ -353,12 +356,14 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int,
     tr.section("pytest-stacks")
     for stack in current.selected:
         line = summary.stack_line(current, stack)
+        retried = summary.retries(current, stack)
+        line += f", {retried}" if retried else ""
         if stack.name in said_above:
             tr.write_line(f"{line} INFRASTRUCTURE ERROR (above)", red=True)
         elif stack.name in current.infra:
             tr.write_line(f"{line} INFRASTRUCTURE ERROR: {current.infra[stack.name]}", red=True)
         else:
-            tr.write_line(line)
+            tr.write_line(line, yellow=bool(retried))
     # What ran, as the results file and the compatibility table say it.
     tr.write_line(f"run scope: {outcomes.run_scope(config).describe()}, "
                   f"{summary.deselected(current)}")

@@ -17,6 +17,11 @@ if TYPE_CHECKING:  # outcomes reads the state: a run-time import would be a cycl
 
 PROP_STACK = "pytest-stacks:stack"
 PROP_INFRA = "pytest-stacks:infra"
+#: On the reports of a test's attempt that a fault broke and an infra retry ran again: JSON
+#: ``{"attempt": N, "fault": "..."}`` (the bring-up that broke, the fault as named).
+PROP_RETRIED = "pytest-stacks:infra-retried"
+#: The outcome those reports carry: neither passed nor failed (the test's last attempt says).
+RETRIED = "infra-retried"
 
 
 @dataclass

@@ -106,6 +106,23 @@ def stack_line(current: State, stack: Stack) -> str:
             f"{current.ran[stack.name]} test(s) ran")
 
 
+def retries(current: State, stack: Stack) -> str:
+    """What the stack's infra retries cost, for its summary line: "" without any, else e.g.
+    ``passed after 1 infra retry (attempt 1: FAULT)`` when every test that ran passed (a
+    retried pass is said as one, never shown as a clean pass), ``after 1 infra retry (...)``
+    otherwise."""
+    if current.outcomes is None or not current.outcomes.retries.get(stack.name):
+        return ""
+    broken = sorted(current.outcomes.retries[stack.name].items())
+    count = len(broken)
+    said = "; ".join(f"attempt {attempt}: {fault}" for attempt, (fault, _) in broken)
+    words = f"after {count} infra {'retry' if count == 1 else 'retries'} ({said})"
+    cases = current.outcomes.cases.get(stack.name, {}).values()
+    clean = stack.name not in current.infra and all(c.final() in ("passed", "skipped")
+                                                    for c in cases)
+    return f"passed {words}" if clean else words
+
+
 def deselected(current: State) -> str:
     """One deselected count, as pytest's closing line has it, with what deselected them: the
     plugin's own filter (a test about another backend, transport or provider is deselected,

@@ -1,4 +1,4 @@
-"""The results document one pytest run with stacks writes (``pytest-stacks/results`` v1).
+"""The results document one pytest run with stacks writes (``pytest-stacks/results``).
 
 The plugin writes it at the end of a run and ``pytest-stacks report`` reads many of them, often
 in another job on another machine. So the two rules that turn test outcomes into a capability
@@ -7,9 +7,10 @@ reader that disagreed would make the table lie. A file is refused whole (:class:
 naming the file, the JSON path and the fix), never half-read, because a report that skipped
 what it could not parse would be green by omission.
 
-Long because the rules, the validator that re-derives them, the reader and the writer are one
-contract: the plugin imports this one module, and a writer that could pick up a rule without
-the check of it (or the reader's limits) could write files the report refuses.
+The model and the rules live in :mod:`.model`; this module re-exports them, so the plugin
+still imports one module for the rules, the validator that re-derives them, the reader and the
+writer: a writer that could pick up a rule without the check of it (or the reader's limits)
+could write files the report refuses.
 """
 
 from __future__ import annotations
@@ -17,28 +18,39 @@ from __future__ import annotations
 import json
 import math
 import os
-import re
 import stat
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from pytest_stacks.ci.scope import Scope
 from pytest_stacks.errors import StacksError
 from pytest_stacks.evidence import EvidenceError, write_whole
 from pytest_stacks.suggest import did_you_mean
-from pytest_stacks.verdicts import run_checks
-from pytest_stacks.verdicts.run_checks import INCONSISTENT
+from pytest_stacks.verdicts import consistency
+from pytest_stacks.verdicts.consistency import json_path
+from pytest_stacks.verdicts.model import (
+    STATUSES,
+    VERDICTS,
+    CapabilityResult,
+    CaseResult,
+    InfraRetry,
+    Outcome,
+    ResultsDoc,
+    RunInfo,
+    StackResult,
+    Status,
+    Verdict,
+    capability_status,
+    stack_verdict,
+)
 
 SCHEMA_ID = "pytest-stacks/results"
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 MAX_BYTES = 16 * 1024 * 1024
 REGENERATE = "Regenerate it with the pytest run that wrote it; results files are not edited."
-BUCKETS = (("passed", "passed"), ("failed", "failed"), ("skipped", "skipped"), ("infra", "infra"))
-_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 #: What each pattern of the schema means, for the message of a value that misses it.
 PATTERNS = {
     r"^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)*$": "{got!r} is not a capability name (lowercase "
@@ -49,13 +61,6 @@ PATTERNS = {
                                                  "lowercase hex digits) or 'unknown'.",
 }
 
-Verdict = Literal["pass", "fail", "infra", "unproven", "not-run"]
-Status = Literal["pass", "fail", "infra", "unproven", "not-offered"]
-Outcome = Literal["passed", "failed", "skipped", "infra"]
-VERDICTS: tuple[Verdict, ...] = ("pass", "fail", "infra", "unproven", "not-run")
-STATUSES: tuple[Status, ...] = ("pass", "fail", "infra", "unproven", "not-offered")
-
-
 class ResultsError(StacksError):
     """A results (or matrix) file cannot be used. ``problems``: one line per defect, each
     naming the file, the JSON path and what to do."""
@@ -65,144 +70,12 @@ class ResultsError(StacksError):
         super().__init__("\n".join(problems))
 
 
-# ---------------------------------------------------------------- the rules
-
-
-def capability_status(offered: bool, passed: int, failed: int, infra: int) -> Status:
-    """One capability on one stack, from the number of tests requiring it per outcome.
-
-    A failure outranks an infrastructure error because it is evidence about the product; an
-    infrastructure error outranks a pass because the proof is incomplete; no run test at all is
-    "unproven", never a pass.
-    """
-    if not offered:
-        return "not-offered"
-    if failed:
-        return "fail"
-    if infra:
-        return "infra"
-    return "pass" if passed else "unproven"
-
-
-def stack_verdict(outcomes: Iterable[str], statuses: Iterable[str] = (),
-                  infra: str | None = None) -> Verdict:
-    """One stack, from its tests' outcomes, its capabilities' statuses and its infrastructure
-    error: infra > not-run > fail > unproven > pass.
-
-    "not-run" (no test passed or failed) ranks above "fail" only because nothing can have
-    failed then; infra ranks first because a stack that never came up explains everything else.
-    """
-    outcomes, statuses = list(outcomes), list(statuses)
-    if infra or "infra" in outcomes or "infra" in statuses:
-        return "infra"
-    if "passed" not in outcomes and "failed" not in outcomes:
-        return "not-run"
-    if "failed" in outcomes or "fail" in statuses:
-        return "fail"
-    return "unproven" if "unproven" in statuses else "pass"
-
-
-# ---------------------------------------------------------------- the model
-
-
-@dataclass(frozen=True)
-class CaseResult:
-    """One test on one stack."""
-
-    nodeid: str
-    outcome: Outcome
-    duration_s: float
-    requires: tuple[str, ...]
-    identities: tuple[str, ...]
-    message: str
-
-
-@dataclass(frozen=True)
-class CapabilityResult:
-    offered: bool
-    status: Status
-    passed: tuple[str, ...]
-    failed: tuple[str, ...]
-    skipped: tuple[str, ...]
-    infra: tuple[str, ...]
-
-    @property
-    def ran(self) -> int:
-        return len(self.passed) + len(self.failed) + len(self.infra)
-
-
-@dataclass(frozen=True)
-class StackResult:
-    name: str
-    backend: str
-    version: str
-    provider: str
-    transport: str
-    configuration: str
-    role: str
-    fake: bool
-    pins: Mapping[str, str]
-    observed_daemon: str
-    observed_client: str
-    startup_s: float | None
-    verdict: Verdict
-    infra: str | None
-    problems: tuple[str, ...]
-    capabilities: Mapping[str, CapabilityResult]
-    tests: tuple[CaseResult, ...]
-    #: For a fake: the recording it was checked against, when that was made, and the outcome.
-    parity: str = ""
-    #: What the reference driver adds beyond the backend's documented use (a workaround).
-    driver: str = ""
-    #: :func:`pytest_stacks.ci.binding.inputs_digest` of the stack the run used.
-    inputs_digest: str = ""
-
-    def test(self, nodeid: str) -> CaseResult | None:
-        return next((t for t in self.tests if t.nodeid == nodeid), None)
-
-
-@dataclass(frozen=True)
-class RunInfo:
-    run_id: str
-    lane: Literal["pinned", "canary"]
-    ci_lane: str | None
-    started: str
-    finished: str
-    manifest: str
-    partial: bool
-    partial_reasons: tuple[str, ...]
-    scope: Scope
-    pytest_exit: int
-    pytest_stacks_version: str
-    #: The node ids the run collected after deselection, sorted: what a plan's suite is
-    #: checked against (a narrowing no option names still shows as missing ids).
-    collected: tuple[str, ...] = ()
-    #: Tests deselected by anything but the plugin's own backend filter.
-    deselected: int = 0
-    #: What binds the file to what produced it (:mod:`pytest_stacks.ci.binding`).
-    commit: str = "unknown"
-    manifest_digest: str = ""
-    code_digest: str = ""
-    #: The rows of a plan the run answers: (their stacks, the plan's digest); None outside a
-    #: lane's plan.
-    plan: tuple[tuple[str, ...], str] | None = None
-
-
-@dataclass(frozen=True)
-class ResultsDoc:
-    """``source``: the file it was read from, as given (every message names it)."""
-
-    source: str
-    run: RunInfo
-    stacks: tuple[StackResult, ...]
-
-
 # ---------------------------------------------------------------- validation
 
 
 @cache
 def schema() -> dict[str, Any]:
-    """The JSON Schema shipped in the package (``schema/results-v3.schema.json``)."""
+    """The JSON Schema shipped in the package (``schema/results-v4.schema.json``)."""
     name = f"schema/results-v{SCHEMA_VERSION}.schema.json"
     text = resources.files("pytest_stacks").joinpath(name)
     return dict(json.loads(text.read_text(encoding="utf-8")))
@@ -235,7 +108,7 @@ def validate(doc: Any, source: str | Path = "<results>") -> None:
         raise ResultsError(_capped(problems))
     problems = [f"{src}: {p} {REGENERATE}" for p in _schema_problems(doc)]
     if not problems:
-        problems = [f"{src}: {p}" for p in _consistency_problems(doc)]
+        problems = [f"{src}: {p}" for p in consistency.problems(doc)]
     if problems:
         raise ResultsError(_capped(problems))
 
@@ -249,22 +122,6 @@ def _capped(problems: list[str], limit: int = 20) -> list[str]:
 def _kind(value: Any) -> str:
     return {dict: "an object", list: "an array", str: "a string", bool: "true/false",
             int: "a number", float: "a number", type(None): "null"}.get(type(value), "a value")
-
-
-def json_path(at: Iterable[str | int], doc: Any = None) -> str:
-    """``$.stacks[0].capabilities["outputs.repeatable"]``, plus ``(stack NAME)`` when ``doc``
-    says which stack ``stacks[i]`` is: an index alone sends people counting."""
-    parts = list(at)
-    text = "$" + "".join(f"[{p}]" if isinstance(p, int)
-                         else f".{p}" if _IDENT.fullmatch(p) else f"[{json.dumps(p)}]"
-                         for p in parts)
-    if len(parts) >= 2 and parts[0] == "stacks" and isinstance(parts[1], int) \
-            and isinstance(doc, dict) and isinstance(doc.get("stacks"), list) \
-            and parts[1] < len(doc["stacks"]) and isinstance(doc["stacks"][parts[1]], dict):
-        name = doc["stacks"][parts[1]].get("name")
-        if isinstance(name, str):
-            text += f" (stack {name})"
-    return text
 
 
 def _non_finite(value: Any, doc: Any, at: list[str | int]) -> Iterable[str]:
@@ -318,56 +175,6 @@ def _expected(error: Any) -> str:
     if kind == "uniqueItems":
         return "lists a value twice."
     return f"{error.message}."
-
-
-def _consistency_problems(doc: dict[str, Any]) -> Iterable[str]:
-    """What the schema cannot say: the rules re-derived, the run's own story (timestamps,
-    scope, collected ids; :mod:`.run_checks`), one entry per name."""
-    yield from run_checks.run_problems(doc)
-    names: set[str] = set()
-    for i, stack in enumerate(doc["stacks"]):
-        if stack["name"] in names:
-            yield f"{json_path(['stacks', i, 'name'], doc)}: the stack is listed twice."
-        names.add(stack["name"])
-        if stack["fake"] != (stack["provider"] == "fake"):
-            yield (f"{json_path(['stacks', i, 'fake'], doc)}: {json.dumps(stack['fake'])} "
-                   f"contradicts provider {stack['provider']!r}.")
-        yield from _stack_problems(stack, lambda *at, i=i: json_path(["stacks", i, *at], doc))
-
-
-def _stack_problems(stack: dict[str, Any], at: Any) -> Iterable[str]:
-    tests, caps = stack["tests"], stack["capabilities"]
-    nodeids = [t["nodeid"] for t in tests]
-    for j, nodeid in enumerate(nodeids):
-        if nodeid in nodeids[:j]:
-            yield f"{at('tests', j, 'nodeid')}: {nodeid!r} is listed twice."
-        for name in tests[j]["requires"]:
-            if name not in caps:
-                yield (f"{at('tests', j, 'requires')}: {name!r} has no entry in this stack's "
-                       f"capabilities; every required capability needs one.")
-    for name, cap in caps.items():
-        for bucket, outcome in BUCKETS:
-            listed = set(cap[bucket])
-            derived = {t["nodeid"] for t in tests if name in t["requires"]
-                       and t["outcome"] == outcome}
-            if listed != derived:
-                yield (f"{at('capabilities', name, bucket)}: must list exactly the tests that "
-                       f"require {name!r} and {outcome}; unlisted: "
-                       f"{sorted(derived - listed)[:3]}, listed but not such a test: "
-                       f"{sorted(listed - derived)[:3]}.")
-        if not cap["offered"] and (cap["passed"] or cap["failed"]):
-            yield (f"{at('capabilities', name, 'offered')}: false, yet tests requiring {name!r} "
-                   f"ran; they must be skipped on a stack that does not offer it.")
-        status = capability_status(cap["offered"], len(cap["passed"]), len(cap["failed"]),
-                                   len(cap["infra"]))
-        if cap["status"] != status:
-            yield (f"{at('capabilities', name, 'status')}: {cap['status']!r}, but "
-                   f"capability_status() gives {status!r} for it. {INCONSISTENT}")
-    verdict = stack_verdict([t["outcome"] for t in tests],
-                            [c["status"] for c in caps.values()], stack["infra"])
-    if stack["verdict"] != verdict:
-        yield (f"{at('verdict')}: {stack['verdict']!r}, but stack_verdict() gives {verdict!r} "
-               f"for its tests and capabilities. {INCONSISTENT}")
 
 
 # ---------------------------------------------------------------- reading
@@ -452,7 +259,8 @@ def _stack(s: Mapping[str, Any]) -> StackResult:
                                    tuple(c["failed"]), tuple(c["skipped"]), tuple(c["infra"]))
             for name, c in s["capabilities"].items()}
     tests = tuple(CaseResult(t["nodeid"], t["outcome"], float(t["duration_s"]),
-                             tuple(t["requires"]), tuple(t["identities"]), t["message"])
+                             tuple(t["requires"]), tuple(t["identities"]), t["message"],
+                             int(t["infra_retries"]))
                   for t in s["tests"])
     startup = s["startup_s"]
     return StackResult(
@@ -463,7 +271,9 @@ def _stack(s: Mapping[str, Any]) -> StackResult:
         startup_s=None if startup is None else float(startup), verdict=s["verdict"],
         infra=s["infra"], problems=tuple(s["problems"]), capabilities=caps, tests=tests,
         parity=s.get("parity", ""), driver=s.get("driver", ""),
-        inputs_digest=s["inputs_digest"])
+        inputs_digest=s["inputs_digest"],
+        infra_retries=tuple(InfraRetry(int(r["attempt"]), r["fault"], tuple(r["tests"]))
+                            for r in s["infra_retries"]))
 
 
 # ---------------------------------------------------------------- writing
@@ -503,7 +313,9 @@ def _stack_json(s: StackResult) -> dict[str, Any]:
                          for name, c in s.capabilities.items()},
         "tests": [{"nodeid": t.nodeid, "outcome": t.outcome, "duration_s": t.duration_s,
                    "requires": list(t.requires), "identities": list(t.identities),
-                   "message": t.message} for t in s.tests],
+                   "message": t.message, "infra_retries": t.infra_retries} for t in s.tests],
+        "infra_retries": [{"attempt": r.attempt, "fault": r.fault, "tests": list(r.tests)}
+                          for r in s.infra_retries],
         "parity": s.parity,
         **({"driver": s.driver} if s.driver else {}),
     }
@@ -537,6 +349,6 @@ def write_atomic(path: Path, text: str, what: str = "results file") -> None:
 
 
 __all__ = ["MAX_BYTES", "SCHEMA_ID", "SCHEMA_VERSION", "STATUSES", "VERDICTS", "CapabilityResult",
-           "CaseResult", "Outcome", "ResultsDoc", "ResultsError", "RunInfo", "StackResult",
-           "Status", "Verdict", "capability_status", "dump", "json_path", "load", "parse",
-           "read_json", "schema", "stack_verdict", "to_json", "validate", "write_atomic"]
+           "CaseResult", "InfraRetry", "Outcome", "ResultsDoc", "ResultsError", "RunInfo",
+           "StackResult", "Status", "Verdict", "capability_status", "dump", "json_path", "load",
+           "parse", "read_json", "schema", "stack_verdict", "to_json", "validate", "write_atomic"]

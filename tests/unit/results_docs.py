@@ -114,7 +114,8 @@ def entry(stack: Stack, manifest: Manifest, *, lane: str = "pr",
         if outcome == "absent":
             continue
         tests.append({"nodeid": nodeid(stack.name, cap), "outcome": outcome, "duration_s": 0.5,
-                      "requires": [cap], "identities": [], "message": messages.get(cap, "")})
+                      "requires": [cap], "identities": [], "message": messages.get(cap, ""),
+                      "infra_retries": 0})
     return derived(stack, manifest, tests, lane=lane, infra=infra, problems=problems,
                    observed=stack.version if observed is None else observed)
 
@@ -142,7 +143,7 @@ def derived(stack: Stack, manifest: Manifest, tests: list[dict[str, Any]], *, la
             "inputs_digest": binding.inputs_digest(manifest, stack),
             "observed": {"daemon": observed, "client": ""}, "startup_s": 12.5,
             "verdict": verdict, "infra": infra, "problems": list(problems),
-            "capabilities": capabilities, "tests": tests}
+            "capabilities": capabilities, "tests": tests, "infra_retries": []}
 
 
 AUTO: Any = object()

@@ -136,7 +136,8 @@ def _results_doc(startup: Any = 1.5) -> dict[str, Any]:
     stack = derived(manifest.get("fake-slurm"), manifest, [
         {"nodeid": "tests/contract/test_job_contract.py::test_job_runs_to_completion"
                    "[fake-slurm]", "outcome": "skipped", "duration_s": 0.1,
-         "requires": ["submit"], "identities": [], "message": "skipped"}])
+         "requires": ["submit"], "identities": [], "message": "skipped",
+         "infra_retries": 0}])
     stack["startup_s"] = startup
     return document(manifest, stack, ci_lane=None)
 

@@ -136,8 +136,8 @@ REPEATABLE = '$.stacks[0].capabilities["outputs.repeatable"]'
 
 @pytest.mark.parametrize(("path", "value", "expected"), [
     ("schema", "junit", r"\$\.schema: 'junit' is not a pytest-stacks results document"),
-    ("schema_version", 2, r"\$\.schema_version: 2 is not supported \(the file was written by "
-                          r"pytest-stacks 0\.1\.0\).*reads version 3"),
+    ("schema_version", 3, r"\$\.schema_version: 3 is not supported \(the file was written by "
+                          r"pytest-stacks 0\.1\.0\).*reads version 4"),
     ("schema_version", True, r"\$\.schema_version: True is not supported"),
     ("stacks/0/verdict", "ok", r"\$\.stacks\[0\]\.verdict \(stack slurm-22\.05\): 'ok' is not "
                                r"allowed\. Expected one of: \"pass\", \"fail\""),
