@@ -92,7 +92,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                          "file or node id); 'fail' always fails. Default: the "
                          "'stacks_unproven' ini option, else warn.")
     group.addoption("--stack-results", default=None, metavar="PATH",
-                    help="Where the run's results file (JSON, schema pytest-stacks/results v3) "
+                    help="Where the run's results file (JSON, schema pytest-stacks/results v4) "
                          f"goes (default: the 'stacks_results' ini option, else "
                          f"{outcomes.DEFAULT_RESULTS}; 'none' writes none).")
     group.addoption("--stack-keep", choices=reporting.KEEP_POLICIES, default=None,

@@ -205,9 +205,10 @@ def backend(request: pytest.FixtureRequest, stack: Stack,
         if Version(client) not in parse_specifier(str(mark.args[0])):
             pytest.skip(f"stack {stack.name}: client {client} is outside "
                         f"client_version({mark.args[0]!r})")
-    _stack_client.handles = []
-    request.node.stash[HANDLES] = _stack_client
-    yield _stack_client
+    client = _current(request, stack, _stack_client)
+    client.handles = []
+    request.node.stash[HANDLES] = client
+    yield client
 
 
 @dataclass(frozen=True)

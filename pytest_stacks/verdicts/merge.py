@@ -164,7 +164,9 @@ def _checked(doc: ResultsDoc, stack: StackResult, want: Mapping[str, Any] | None
                infra=stack.infra, cells={c: _cell(stack, c) for c in columns},
                problems=tuple(f"{where}: {p}" for p in found), parity=stack.parity,
                driver=stack.driver, scope=doc.run.scope.describe(),
-               deselected=doc.run.deselected)
+               deselected=doc.run.deselected,
+               retries=tuple(f"attempt {r.attempt}: {r.fault} (hit {len(r.tests)} test(s), "
+                             f"run again on a fresh stack)" for r in stack.infra_retries))
 
 
 def _pin_problems(expected: Mapping[str, str], got: Mapping[str, str]) -> list[str]:

@@ -53,6 +53,8 @@ def overall(model: Compatibility) -> str:
     counts = ", ".join(f"{n} {verdict}" for verdict, n in sorted(tally.items()))
     word = "GREEN" if model.green else "NOT GREEN"
     holds = f"{len(model.rows)} stack(s) ({counts})" if model.rows else "no stacks"
+    retried = sum(1 for row in model.rows if row.retries)
+    holds += f", {retried} after an infra retry" if retried else ""
     return f"{word}: {model.title}, {holds}, {len(model.problems)} problem(s)"
 
 
@@ -103,13 +105,17 @@ def markdown(model: Compatibility) -> str:
     for row in model.rows:
         cells = [row.backend, row.version_text, row.role, row.stack, _where(row), row.ran]
         shown = [_md(c) for c in cells]
-        shown.append(f"{ICONS.get(row.verdict, '')} {_md(row.verdict)}".strip())
+        shown.append(f"{ICONS.get(row.verdict, '')} {_md(row.verdict_text)}".strip())
         shown += [_md_cell(row.cells.get(c, Cell("unreported"))) for c in model.capabilities]
         lines.append("| " + " | ".join(shown) + " |")
     helped = [row for row in model.rows if row.driver]
     if helped:
         lines += ["", "### What the reference driver adds (a user's own client would not)", ""]
         lines += [f"- {_md(row.stack)}: {_md(row.driver)}" for row in helped]
+    retried = [row for row in model.rows if row.retries]
+    if retried:
+        lines += ["", "### Infra retries (each a stack broken and brought up fresh)", ""]
+        lines += [f"- {_md(row.stack)}: {_md(r)}" for row in retried for r in row.retries]
     checked = [row for row in model.rows if row.parity]
     if checked:
         lines += ["", "### Parity: fakes checked against recordings, real stacks recorded", ""]
@@ -209,10 +215,10 @@ def _html_row(row: Row, capabilities: tuple[str, ...]) -> str:
             f"the driver {row.driver}" if row.driver else ""]
     detail = ", ".join(x for x in info if x)
     stack = _h(row.stack) + (f"<div class=\"stackinfo\">{_h(detail)}</div>" if detail else "")
-    verdict = _h(row.verdict)
-    if row.infra:
-        verdict = (f"<details><summary>{verdict}</summary><pre>{_h(row.infra)}</pre>"
-                   f"</details>")
+    verdict = _h(row.verdict_text)
+    said = "\n".join(x for x in (row.infra or "", *row.retries) if x)
+    if said:
+        verdict = f"<details><summary>{verdict}</summary><pre>{_h(said)}</pre></details>"
     cells = "".join(_html_cell(row.cells.get(c, Cell("unreported")), c) for c in capabilities)
     return (f"<tr class=\"row verdict-{_h(row.verdict)}\" data-stack=\"{_h(row.stack)}\">"
             f"<td>{_h(row.backend)}</td><td class=\"version\">{_h(row.version_text)}</td>"
@@ -259,6 +265,7 @@ def _row_dict(row: Row) -> dict[str, Any]:
            {"observed": {"daemon": row.observed_daemon, "client": row.observed_client}}),
         "startup_s": row.startup_s, "infra": row.infra, "parity": row.parity,
         "driver": row.driver, "scope": row.scope, "deselected": row.deselected,
+        "infra_retries": list(row.retries),
         "cells": {name: {"status": c.status, "text": c.text, "passed": c.passed,
                          "failed": c.failed, "skipped": c.skipped, "infra": c.infra,
                          "failures": [{"nodeid": f.nodeid, "outcome": f.outcome,

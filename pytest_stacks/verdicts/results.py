@@ -168,6 +168,9 @@ def _expected(error: Any) -> str:
         return known.format(got=got) if known else f"{got!r} does not match {value}."
     if kind == "minLength":
         return "must not be empty."
+    if kind in ("minimum", "maximum") and error.schema.get("type") == "integer":
+        bound = ">=" if kind == "minimum" else "<="
+        return f"{got!r} is out of range; expected a whole number {bound} {value}."
     if kind == "minimum":
         return f"{got!r} is negative; expected a number of seconds >= 0."
     if kind == "maximum":

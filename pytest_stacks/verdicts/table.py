@@ -74,6 +74,17 @@ class Row:
     #: it deselected: a planned narrowing stands in the table, and the table says so.
     scope: str = ""
     deselected: int = 0
+    #: Each time the stack broke under its run and was brought up fresh: "attempt 1: FAULT".
+    retries: tuple[str, ...] = ()
+
+    @property
+    def verdict_text(self) -> str:
+        """The verdict as every rendering shows it: a pass after an infra retry says so,
+        never shown as a clean pass (``pass after 1 infra retry``)."""
+        if not self.retries:
+            return self.verdict
+        count = len(self.retries)
+        return f"{self.verdict} after {count} infra {'retry' if count == 1 else 'retries'}"
 
     @property
     def ran(self) -> str:

@@ -24,10 +24,12 @@ pytest_plugins = ["pytester"]
 
 #: The provider double, put in place for the pytester session by its conftest.
 CONFTEST = '''
+import dataclasses
 import os
 from pathlib import Path
 
 import pytest_stacks.lifecycle.pool as pool
+from pytest_stacks.errors import BackendCallError
 from pytest_stacks.providers.base import StackInfo
 from pytest_stacks.providers.fake import FakeProvider
 
@@ -37,6 +39,20 @@ STATE = Path(os.environ["RETRY_STATE"])
 def _count(name):
     with (STATE / name).open("a") as out:
         out.write("x")
+
+
+class _Live:
+    """A client of one bring-up: once that stack is down, every call fails as a real
+    client's would (its container is gone), so a test on a stale client cannot pass."""
+
+    def __init__(self, inner, project):
+        self._inner, self._project = inner, project
+
+    def __getattr__(self, name):
+        live = STATE / "live"
+        if not live.exists() or live.read_text() != self._project:
+            raise BackendCallError(f"No such container: {self._project}-slurm-1")
+        return getattr(self._inner, name)
 
 
 class BreakableProvider(FakeProvider):
@@ -50,7 +66,13 @@ class BreakableProvider(FakeProvider):
         _count("up")
         if (STATE / "up-fails").exists():
             raise RuntimeError("the engine refused to start the container")
-        return StackInfo(provider="compose", project=f"p{len((STATE / 'up').read_text())}")
+        project = f"p{len((STATE / 'up').read_text())}"
+        (STATE / "live").write_text(project)
+        return StackInfo(provider="compose", project=project)
+
+    def attach(self, stack, info, ctx):
+        attached = super().attach(stack, info, ctx)
+        return dataclasses.replace(attached, client=_Live(attached.client, info.project))
 
     def health(self, stack, info):
         if (STATE / "broken").exists():
@@ -60,6 +82,7 @@ class BreakableProvider(FakeProvider):
     def down(self, stack, info, ctx):
         _count("down")
         (STATE / "broken").unlink(missing_ok=True)
+        (STATE / "live").unlink(missing_ok=True)
 
 
 pool.provider_for = lambda stack: BreakableProvider()
