@@ -198,11 +198,11 @@ def backend(request: pytest.FixtureRequest, stack: Stack,
             _stack_client: RecordingClient) -> Generator[JobClient, None, None]:
     """The client the tests talk to: the user's (hook ``pytest_stacks_backend``) or ours."""
     for mark in request.node.iter_markers("client_version"):
-        client = _attached(request, stack).client_version
-        if not client:
+        version = _attached(request, stack).client_version
+        if not version:
             pytest.skip(f"stack {stack.name} has no client version of its own "
                         f"(client_version({mark.args[0]!r}))")
-        if Version(client) not in parse_specifier(str(mark.args[0])):
+        if Version(version) not in parse_specifier(str(mark.args[0])):
             pytest.skip(f"stack {stack.name}: client {client} is outside "
                         f"client_version({mark.args[0]!r})")
     client = _current(request, stack, _stack_client)
