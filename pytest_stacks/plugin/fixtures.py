@@ -203,7 +203,7 @@ def backend(request: pytest.FixtureRequest, stack: Stack,
             pytest.skip(f"stack {stack.name} has no client version of its own "
                         f"(client_version({mark.args[0]!r}))")
         if Version(version) not in parse_specifier(str(mark.args[0])):
-            pytest.skip(f"stack {stack.name}: client {client} is outside "
+            pytest.skip(f"stack {stack.name}: client {version} is outside "
                         f"client_version({mark.args[0]!r})")
     client = _current(request, stack, _stack_client)
     client.handles = []
