@@ -41,7 +41,14 @@ import pytest
 from pytest_stacks.errors import INFRA_PREFIX, Problem
 from pytest_stacks.evidence import EvidenceError, write_whole
 from pytest_stacks.manifest import Stack
-from pytest_stacks.plugin.state import PROP_INFRA, PROP_STACK, State, item_stack, state
+from pytest_stacks.plugin.state import (
+    PROP_INFRA,
+    PROP_STACK,
+    RETRIED_FAULTS,
+    State,
+    item_stack,
+    state,
+)
 from pytest_stacks.verdicts.table import claimed
 
 PLUGIN_NAME = "pytest-stacks-allure"
@@ -142,6 +149,7 @@ class AllurePlugin:
             _mark_infrastructure(item, result, report, call)
         if call.when == "teardown":
             _stable_history_id(item, stack, result)
+            _mark_retried(item, result)
         return report
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
@@ -251,6 +259,24 @@ def _mark_infrastructure(item: pytest.Item, result: Any, report: pytest.TestRepo
             trace = call.excinfo.exconly()
     result.status = Status.BROKEN
     result.statusDetails = StatusDetails(message=str(report.longrepr), trace=trace)
+
+
+def _mark_retried(item: pytest.Item, result: Any) -> None:
+    """A test an infra retry ran again is *flaky* in Allure, its details saying after which
+    faults: a retried pass is never shown as a clean one."""
+    faults = item.stash.get(RETRIED_FAULTS, [])
+    if not faults:
+        return
+    from allure_commons.model2 import StatusDetails
+
+    count = len(faults)
+    said = (f"after {count} infra {'retry' if count == 1 else 'retries'} (a broken stack "
+            f"brought up fresh): " + "; ".join(faults))
+    details = result.statusDetails or StatusDetails()
+    details.flaky = True
+    details.message = f"{details.message}\n{said}" if details.message else said
+    result.statusDetails = details
+    _allure().dynamic.label("infra_retries", str(count))
 
 
 def _stable_history_id(item: pytest.Item, stack: Stack, result: Any) -> None:

@@ -27,7 +27,15 @@ import pytest
 from _pytest.runner import runtestprotocol  # what pytest-rerunfailures uses too
 
 from pytest_stacks.errors import INFRA_PREFIX
-from pytest_stacks.plugin.state import PROP_INFRA, PROP_RETRIED, RETRIED, State, item_stack, setting
+from pytest_stacks.plugin.state import (
+    PROP_INFRA,
+    PROP_RETRIED,
+    RETRIED,
+    RETRIED_FAULTS,
+    State,
+    item_stack,
+    setting,
+)
 
 DEFAULT_RETRIES = 0
 OPTION = "--stack-infra-retry"
@@ -103,8 +111,9 @@ class InfraRetry:
                 if replacement.why_not:
                     _say_why_not(fault, replacement.why_not)
                 break
-            retried = json.dumps({"attempt": replacement.broken,
-                                  "fault": str(dict(fault.user_properties)[PROP_INFRA])})
+            said = str(dict(fault.user_properties)[PROP_INFRA])
+            item.stash.setdefault(RETRIED_FAULTS, []).append(said)
+            retried = json.dumps({"attempt": replacement.broken, "fault": said})
             for report in reports:
                 if report.when != "teardown":
                     _as_retried(report, retried, fault)

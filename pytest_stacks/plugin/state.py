@@ -22,6 +22,8 @@ PROP_INFRA = "pytest-stacks:infra"
 PROP_RETRIED = "pytest-stacks:infra-retried"
 #: The outcome those reports carry: neither passed nor failed (the test's last attempt says).
 RETRIED = "infra-retried"
+#: On an item an infra retry ran again: the fault of each attempt it broke, in order.
+RETRIED_FAULTS = pytest.StashKey[list[str]]()
 
 
 @dataclass

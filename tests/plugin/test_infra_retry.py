@@ -284,3 +284,19 @@ def test_the_option_is_in_the_help(fake_project: pytest.Pytester) -> None:
     result = fake_project.runpytest("--help")
     result.stdout.fnmatch_lines(["*--stack-infra-retry=N*"])
     result.stdout.fnmatch_lines(["*stacks_infra_retry*"])
+
+
+def test_allure_shows_a_retried_pass_as_flaky_with_the_fault(project: pytest.Pytester,
+                                                             tmp_path: Path) -> None:
+    alluredir = tmp_path / "allure"
+    result = _run(project, "--stack-infra-retry=1", f"--alluredir={alluredir}")
+    assert result.ret == 0, result.stdout.str()
+    found = {r["name"]: r for r in (json.loads(p.read_text())
+                                    for p in alluredir.glob("*-result.json"))}
+    retried = found["test_2_the_fault[slurm-24.11]"]
+    assert retried["status"] == "passed" and retried["statusDetails"]["flaky"] is True
+    assert "after 1 infra retry" in retried["statusDetails"]["message"]
+    assert "is paused" in retried["statusDetails"]["message"]
+    assert {"name": "infra_retries", "value": "1"} in retried["labels"]
+    clean = found["test_3_after[slurm-24.11]"]
+    assert not clean.get("statusDetails", {}).get("flaky")
