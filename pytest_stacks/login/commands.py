@@ -192,13 +192,13 @@ def _write_shims(folder: Path, bin_folder: Path, route: LoginRoute) -> None:
         shim.chmod(0o755)
 
 
-def _fake_kubectl_commands(stack: Stack, info: StackInfo, double: object,
+def _fake_kubectl_commands(stack: Stack, double: object,
                            folder: Path) -> LoginCommands:
     """The fake's kubectl (``double.commands``) through the relay. kubectl runs on the
     client's machine, so every path is "shared" (``/``): ``apply -f`` reads the caller's own
     files; there is no per-test shared folder, as on a real Kubernetes stack."""
     front = _fake_front(stack, double)
-    user = login_user(stack, info.endpoints)
+    user = ""  # as on a real Kubernetes stack: kubectl has no login user, only an API server
     bin_folder = folder / "bin"
     bin_folder.mkdir(parents=True, exist_ok=True)
     relay = Relay(front, user)
@@ -223,7 +223,7 @@ def open_commands(stack: Stack, info: StackInfo, double: object | None,
     if names is None and stack.transport == "kubernetes":
         if double is None:
             return _kubectl_commands(stack, info, folder)
-        return _fake_kubectl_commands(stack, info, double, folder)
+        return _fake_kubectl_commands(stack, double, folder)
     if names is None:
         raise NoCommands(f"stack {stack.name} ({stack.backend}) has no login host whose "
                           f"commands could be put on PATH (only Slurm and HTCondor stacks "

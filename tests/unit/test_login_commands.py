@@ -225,6 +225,7 @@ def test_the_fake_kubernetes_stack_gets_its_kubectl_through_the_relay(tmp_path: 
                                   tmp_path / "login")
     try:
         assert made.commands == ("kubectl",) and made.shared is None
+        assert made.route.user == ""  # kubectl has no login user, as on a real stack
         env = made.environment()
         assert "https://fake-mpi-operator.invalid" in Path(env["KUBECONFIG"]).read_text()
         # kubectl reads the caller's own files, anywhere (it runs on this machine).
