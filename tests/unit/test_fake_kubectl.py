@@ -15,8 +15,8 @@ import pytest
 
 from pytest_stacks.backends.kubernetes.api import ANNOTATION_EXIT_CODE
 from pytest_stacks.backends.kubernetes.fake import FakeCluster
+from pytest_stacks.backends.kubernetes.fake.kubectl import CommandResult
 from pytest_stacks.backends.kubernetes.fake.kubectl_print import jsonpath
-from pytest_stacks.transports import CommandResult
 
 POD = ("      template:\n        metadata: {{annotations: {{{note}}}}}\n        spec:\n"
        "          nodeSelector: {{type: kwok}}\n"

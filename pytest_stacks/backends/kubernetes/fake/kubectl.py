@@ -17,6 +17,7 @@ from __future__ import annotations
 import copy
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from pytest_stacks.backends.kubernetes.api import (
@@ -37,17 +38,30 @@ from pytest_stacks.backends.kubernetes.fake.kubectl_args import (
 )
 from pytest_stacks.backends.kubernetes.fake.kubectl_files import documents, mapped
 from pytest_stacks.backends.kubernetes.fake.kubectl_logs import logs
+from pytest_stacks.backends.kubernetes.fake.kubectl_version import usage, version
 from pytest_stacks.errors import BackendCallError
-from pytest_stacks.transports import CommandResult
 
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
-#: What this project's pinned builds of kubectl print (observed on them; gobuild's ldflags).
-KUSTOMIZE = {"1.34": "v5.7.1", "1.36": "v5.8.1", "1.37": "v5.8.1"}
-GO_VERSION = "go1.26.8"
 _CASCADE = {"background": "Background", "foreground": "Foreground", "orphan": "Orphan"}
 _NO_TARGET = ("error: You must provide one or more resources by argument or filename.\n"
               "Example resource specifications include:\n   '-f rsrc.yaml'\n"
               "   '--filename=rsrc.json'\n   '<resource> <name>'\n   '<resource>'")
+
+
+@dataclass(frozen=True)
+class CommandResult:
+    """One command's answer, in the shape of ``pytest_stacks.transports.CommandResult`` (what
+    the relay and the other fakes' command lines return), kept here: the fake imports only the
+    seam it models."""
+
+    argv: tuple[str, ...]
+    returncode: int
+    stdout: str
+    stderr: str
+
+    @property
+    def ok(self) -> bool:
+        return self.returncode == 0
 
 
 def _server(exc: ApiError, doing: str = "") -> str:
@@ -87,7 +101,7 @@ class FakeKubectl:
         try:
             parsed = parse(words[1:])
             if parsed.flag("help") or not parsed.command:
-                out.append(_usage(parsed.command))
+                out.append(usage(parsed.command))
                 return CommandResult(words, 0, "".join(out), "")
             handler = getattr(self, f"_{parsed.command}")
             code, err = handler(parsed, out, stdin=stdin, cwd=cwd, timeout=timeout)
@@ -332,51 +346,7 @@ class FakeKubectl:
         return logs(self.api, parsed, out, timeout=timeout, wait_for=self.wait_for)
 
     def _version(self, parsed: Parsed, out: list[str], **_: Any) -> tuple[int, str]:
-        major, minor = self.kubernetes_version.split(".")[:2]
-        client: dict[str, Any] = {
-            "major": major, "minor": minor, "gitVersion": f"v{self.kubernetes_version}",
-            "gitCommit": "$Format:%H$", "gitTreeState": "clean",
-            "buildDate": "1970-01-01T00:00:00Z", "goVersion": GO_VERSION, "compiler": "gc",
-            "platform": "linux/amd64"}
-        shown: dict[str, Any] = {"clientVersion": client}
-        if kustomize := KUSTOMIZE.get(f"{major}.{minor}"):
-            shown["kustomizeVersion"] = kustomize
-        output = parsed.last("output")
-        if output not in ("", "json", "yaml"):
-            raise Failed("error: --output must be 'yaml' or 'json'")
-        err = ""
-        if not parsed.flag("client"):
-            try:
-                shown["serverVersion"] = self.api.version()
-            except BackendCallError as exc:
-                err = f"Unable to connect to the server: {exc}\n"
-        if output == "json":
-            import json
-
-            out.append(json.dumps(shown, indent=2) + "\n")
-        elif output == "yaml":
-            out.append(show.as_yaml(shown) + "\n")
-        else:
-            out.append(f"Client Version: {client['gitVersion']}\n")
-            if kustomize:
-                out.append(f"Kustomize Version: {kustomize}\n")
-            if "serverVersion" in shown:
-                out.append(f"Server Version: {shown['serverVersion'].get('gitVersion')}\n")
-        return (1 if err else 0), err
+        return version(self.api, self.kubernetes_version, parsed, out)
 
 
-def _usage(command: str) -> str:
-    if command:
-        return (f"kubectl {command}: the fake's kubectl (pytest-stacks, fake-mpi-operator). "
-                f"See docs/your-own-client.md for what it models.\n")
-    return ("kubectl controls the Kubernetes cluster manager (the fake's kubectl of "
-            "pytest-stacks).\n\nBasic Commands:\n  get           Display one or many resources"
-            "\n  delete        Delete resources by file names, stdin, resources and names, or "
-            "by resources and label selector\n\nAdvanced Commands:\n  apply         Apply a "
-            "configuration to a resource by file name or stdin\n\nTroubleshooting and "
-            "Debugging Commands:\n  logs          Print the logs for a container in a pod\n\n"
-            "Other Commands:\n  version       Print the client and server version "
-            "information\n")
-
-
-__all__ = ["FakeKubectl", "kind_of", "plural", "singular"]
+__all__ = ["CommandResult", "FakeKubectl", "kind_of", "plural", "singular"]
