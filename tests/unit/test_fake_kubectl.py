@@ -247,3 +247,63 @@ def test_jsonpath_prints_as_kubectl(template: str, want: str) -> None:
                {"type": "Ready", "status": "True", "reason": "Up"},
                {"type": "Other", "status": "False"}]}}
     assert jsonpath(template, obj) == want
+
+
+def test_yaml_is_the_same_document_as_json(cluster: FakeCluster) -> None:
+    import yaml
+
+    assert kubectl(cluster, "apply", "-f", "-", stdin=mpijob("y")).returncode == 0
+    as_yaml = yaml.safe_load(kubectl(cluster, "get", "mpijob", "y", "-o", "yaml").stdout)
+    as_json = json.loads(kubectl(cluster, "get", "mpijob", "y", "-o", "json").stdout)
+    assert as_yaml == as_json and as_json["metadata"]["name"] == "y"
+
+
+def test_logs_of_a_pod_that_cannot_start_and_of_an_unknown_container(
+        cluster: FakeCluster) -> None:
+    # No toleration of kwok's taint: the launcher's pod stays Pending, as on the real stack.
+    stuck = mpijob("stuck").replace("          tolerations: [{key: kwok.x-k8s.io/node, "
+                                    "operator: Exists, effect: NoSchedule}]\n", "")
+    assert kubectl(cluster, "apply", "-f", "-", stdin=stuck).returncode == 0
+    until(cluster, "get", "pods", "-l", "training.kubeflow.org/job-name=stuck", "-o",
+          "jsonpath={.items[*].status.phase}", want="Pending Pending Pending")
+    pod = kubectl(cluster, "get", "pods", "-l", "training.kubeflow.org/job-role=launcher",
+                  "-o", "jsonpath={.items[0].metadata.name}").stdout
+    waiting = kubectl(cluster, "logs", pod)
+    assert (waiting.returncode, waiting.stderr) == (
+        1, f'Error from server (BadRequest): container "launcher" in pod "{pod}" is waiting '
+           f"to start: ContainerCreating\n")
+    unknown = kubectl(cluster, "logs", pod, "-c", "nope")
+    assert unknown.stderr == f"Error from server (BadRequest): container nope is not valid " \
+                             f"for pod {pod}\n"
+
+
+def test_delete_waits_until_the_object_is_gone() -> None:
+    # Foreground: the MPIJob goes once the garbage collector removed its dependents, which
+    # only step() runs here.
+    still = FakeCluster(autostart=False)
+    try:
+        for name in ("a", "b"):
+            assert kubectl(still, "apply", "-f", "-", stdin=mpijob(name)).returncode == 0
+        still.wait_idle(5)
+        quick = kubectl(still, "delete", "mpijob", "a", "--cascade=foreground", "--wait=false")
+        assert quick.stdout == 'mpijob.kubeflow.org "a" deleted from default namespace\n'
+        terminating = still.get("MPIJob", "default", "a")
+        assert terminating is not None and terminating["metadata"]["deletionTimestamp"]
+        late = kubectl(still, "delete", "mpijob", "b", "--cascade=foreground",
+                       "--timeout=0.2s")
+        assert (late.returncode, late.stderr) == (
+            1, "error: timed out waiting for the condition on mpijobs/b\n")
+        bad = kubectl(still, "delete", "mpijob", "b", "--cascade=sideways")
+        assert bad.stderr.startswith("error: invalid cascade value (sideways).")
+    finally:
+        still.close()
+    moving = FakeCluster()
+    try:
+        assert kubectl(moving, "apply", "-f", "-", stdin=mpijob("c")).returncode == 0
+        until(moving, "get", "pod", "c-worker-0", "-o", "name", want="pod/c-worker-0\n")
+        done = kubectl(moving, "delete", "mpijob", "c", "--cascade=foreground")
+        assert done.returncode == 0, done.stderr
+        assert moving.get("MPIJob", "default", "c") is None  # kubectl waited for it
+        assert moving.get("Pod", "default", "c-worker-0") is None
+    finally:
+        moving.close()
