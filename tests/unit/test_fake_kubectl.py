@@ -168,10 +168,12 @@ def test_bad_input_gets_kubectls_words_and_exit_1(cluster: FakeCluster, argv: li
 
 @pytest.mark.parametrize("argv", [["describe", "mpijob", "x"], ["get", "pods", "-w"],
                                   ["apply", "--server-side", "-f", "x.yaml"],
-                                  ["get", "mpijob", "x", "-o", "custom-columns=N:.metadata"]])
+                                  ["get", "mpijob", "x", "-o", "custom-columns=N:.metadata"],
+                                  ["get", "mpijobs", "-o",
+                                   "jsonpath={range .items[*]}{.metadata.name}{end}"]])
 def test_real_kubectl_features_the_fake_lacks_are_named_not_unknown(
         cluster: FakeCluster, argv: list[str]) -> None:
-    if argv[:2] == ["get", "mpijob"]:
+    if argv[0] == "get" and argv[1].startswith("mpijob"):
         kubectl(cluster, "apply", "-f", "-", stdin=mpijob("x"))
     done = kubectl(cluster, *argv)
     assert done.returncode == 1 and done.stderr.startswith("error: ")
@@ -307,3 +309,21 @@ def test_delete_waits_until_the_object_is_gone() -> None:
         assert moving.get("Pod", "default", "c-worker-0") is None
     finally:
         moving.close()
+
+
+def test_printers_match_what_the_pinned_kubectl_printed(cluster: FakeCluster) -> None:
+    # Recorded from kubectl v1.36.3 (`create configmap x --from-literal=k='<b>&é'
+    # --from-literal=n=1 --dry-run=client -o ...`): Go's HTML escaping, 4-space JSON, maps in
+    # jsonpath as compact JSON, `.*` as the values, a missing field as nothing.
+    obj = {"data": {"k": "<b>&é", "n": "1"}, "metadata": {"name": "x"}}
+    assert jsonpath("{.data}|{.data.k}|{.metadata.missing}|{.data.*}|{.metadata}", obj) == \
+        '{"k":"\\u003cb\\u003e\\u0026é","n":"1"}|<b>&é||<b>&é 1|{"name":"x"}'
+    config = ("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n"
+              "data: {k: '<b>&é', m: \"l1\\nl2\\n\"}\n")
+    assert kubectl(cluster, "apply", "-f", "-", stdin=config).returncode == 0
+    shown = kubectl(cluster, "get", "cm", "x", "-o", "json").stdout
+    assert '\n    "data": {\n        "k": "\\u003cb\\u003e\\u0026é",\n' in shown
+    assert "  m: |\n    l1\n    l2\n" in kubectl(cluster, "get", "cm", "x", "-o", "yaml").stdout
+    unclosed = kubectl(cluster, "get", "cm", "x", "-o", "jsonpath={.data.k")
+    assert (unclosed.returncode, unclosed.stderr) == (
+        1, "error: error parsing jsonpath {.data.k, unclosed action\n")

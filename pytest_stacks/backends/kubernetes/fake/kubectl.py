@@ -109,7 +109,7 @@ class FakeKubectl:
         except Failed as failed:
             return CommandResult(words, failed.code, "".join(out), failed.stderr)
         except show.PrintError as exc:
-            return CommandResult(words, 1, "".join(out), f"{exc}\n")
+            return CommandResult(words, 1, "".join(out), f"error: {exc}\n")
         except BackendCallError as exc:
             return CommandResult(words, 1, "".join(out),
                                  f"Unable to connect to the server: {exc}\n")

@@ -41,11 +41,20 @@ def compact_json(obj: Any) -> str:
 
 
 class _GoStyle(yaml.SafeDumper):
-    """Quotes a scalar the way Go's YAML does where PyYAML would: with double quotes."""
+    """Quotes a scalar the way Go's YAML does where PyYAML would: with double quotes; a
+    multi-line string as a literal block (``|``), as Go's YAML writes it."""
 
     def choose_scalar_style(self) -> str:
         style = str(super().choose_scalar_style())
         return '"' if style == "'" else style
+
+
+def _string(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    block = "\n" in value and not any(line != line.rstrip() for line in value.splitlines())
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style="|" if block else None)
+
+
+_GoStyle.add_representer(str, _string)
 
 
 def as_yaml(obj: Any) -> str:
@@ -61,7 +70,7 @@ def as_list(items: list[Obj]) -> Obj:
 
 # ------------------------------------------------------------ jsonpath
 
-_TOKEN = re.compile(r"""\.([A-Za-z0-9_\-/]+)      # .field (label keys may hold / and -)
+_TOKEN = re.compile(r"""\.([A-Za-z0-9_\-/]+|\*)   # .field (keys may hold / and -), .*
                       |\[(\*|-?\d+)\]            # [*] or [n]
                       |\[\?\(@((?:\.[A-Za-z0-9_\-/]+)+)\s*(==|!=)\s*(?:"([^"]*)"|'([^']*)'|(-?\d+))\)\]
                       |\[\?\(@((?:\.[A-Za-z0-9_\-/]+)+)\)\]
@@ -81,7 +90,9 @@ def _steps(path: str) -> list[tuple[str, Any]]:
                              f"model this expression (from {path[at:]!r}); it knows .field, "
                              f"[n], [*] and [?(@.field==\"value\")]")
         field, index, fpath, op, sval, sval2, nval, epath, quoted = match.groups()
-        if field is not None or quoted is not None:
+        if field == "*":
+            steps.append(("index", "*"))
+        elif field is not None or quoted is not None:
             steps.append(("field", field if field is not None else quoted))
         elif index is not None:
             steps.append(("index", index))
@@ -166,8 +177,8 @@ def jsonpath(template: str, obj: Any) -> str:
         out.append(" ".join(_text(v) for v in found))
         at = match.end()
     rest = template[at:]
-    if "{" in rest or "}" in rest:
-        raise PrintError(f"error parsing jsonpath {template}: unclosed action")
+    if "{" in rest:
+        raise PrintError(f"error parsing jsonpath {template}, unclosed action")
     out.append(rest)
     return "".join(out)
 
