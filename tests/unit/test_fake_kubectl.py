@@ -327,3 +327,29 @@ def test_printers_match_what_the_pinned_kubectl_printed(cluster: FakeCluster) ->
     unclosed = kubectl(cluster, "get", "cm", "x", "-o", "jsonpath={.data.k")
     assert (unclosed.returncode, unclosed.stderr) == (
         1, "error: error parsing jsonpath {.data.k, unclosed action\n")
+
+
+def test_wait_for_the_operators_condition_and_for_deletion(cluster: FakeCluster) -> None:
+    assert kubectl(cluster, "apply", "-f", "-", stdin=mpijob("pi")).returncode == 0
+    met = kubectl(cluster, "wait", "--for=condition=Succeeded", "mpijob/pi", "--timeout=30s")
+    assert (met.returncode, met.stdout, met.stderr) == (
+        0, "mpijob.kubeflow.org/pi condition met\n", "")
+    assert cluster.get("MPIJob", "default", "pi")["status"]["conditions"][-1]["type"] == \
+        "Succeeded"
+    # The job succeeded: waiting for Failed times out, in kubectl's words; 0 checks once.
+    never = kubectl(cluster, "wait", "mpijob", "pi", "--for", "condition=Failed",
+                    "--timeout=0.2s")
+    assert (never.returncode, never.stderr) == (
+        1, "error: timed out waiting for the condition on mpijobs/pi\n")
+    once = kubectl(cluster, "wait", "mpijob/pi", "--for=condition=Failed", "--timeout=0")
+    assert once.stderr == "error: condition not met for mpijobs.kubeflow.org/pi\n"
+    path = 'jsonpath={.status.conditions[?(@.type=="Succeeded")].status}=True'
+    assert kubectl(cluster, "wait", "mpijob/pi", f"--for={path}").returncode == 0
+    assert kubectl(cluster, "delete", "mpijob", "pi", "--wait=false").returncode == 0
+    gone = kubectl(cluster, "wait", "--for=delete", "mpijob/pi", "--timeout=10s")
+    assert (gone.returncode, gone.stderr) == (0, "")
+    missing = kubectl(cluster, "wait", "--for=condition=Succeeded", "mpijob/pi")
+    assert missing.stderr == 'Error from server (NotFound): mpijobs.kubeflow.org "pi" not ' \
+                             'found\n'
+    assert kubectl(cluster, "wait", "--for=sunrise", "mpijob/pi").stderr == \
+        'error: unrecognized condition: "sunrise"\n'

@@ -1,14 +1,14 @@
 """``kubectl`` in front of the fake's in-process API server: what a client of MPIJobs that
-shells out meets (``apply -f``, ``get``, ``delete``, ``logs``, ``version``), answered through
-the ``KubeApi`` seam the driver uses, so an MPIJob applied here is the one the fake's operator
-reconciles and its conditions are the operator's, read back as stored.
+shells out meets (``apply -f``, ``get``, ``delete``, ``wait``, ``logs``, ``version``), answered
+through the ``KubeApi`` seam the driver uses, so an MPIJob applied here is the one the fake's
+operator reconciles and its conditions are the operator's, read back as stored.
 
 Reached as ``FakeCluster.commands`` (``stack_fake.commands`` on fake-mpi-operator; ``kubectl``
 of ``stack_commands``). kubectl runs on the client's machine: files named with ``-f`` are read
 there, relative to the caller's folder. Unknown commands and options get kubectl's own words
 and exit 1; real ones the fake does not model are named as such (:mod:`.kubectl_args`). What it
 does not do is in docs/your-own-client.md: watches, server-side apply, dry runs, patches,
-``exec``/``wait``/``describe``, and pod logs beyond what the API server holds (kwok pods have
+``exec``/``describe``, and pod logs beyond what the API server holds (kwok pods have
 none: ``logs`` prints nothing).
 """
 
@@ -34,11 +34,13 @@ from pytest_stacks.backends.kubernetes.fake.kubectl_args import (
     kind_of,
     parse,
     plural,
+    seconds,
     singular,
 )
 from pytest_stacks.backends.kubernetes.fake.kubectl_files import documents, mapped
 from pytest_stacks.backends.kubernetes.fake.kubectl_logs import logs
 from pytest_stacks.backends.kubernetes.fake.kubectl_version import usage, version
+from pytest_stacks.backends.kubernetes.fake.kubectl_wait import wait
 from pytest_stacks.errors import BackendCallError
 
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
@@ -70,15 +72,6 @@ def _server(exc: ApiError, doing: str = "") -> str:
 
 def _not_found(kind: str, name: str) -> str:
     return f'Error from server (NotFound): {plural(kind)} "{name}" not found'
-
-
-def _seconds(text: str, option: str) -> float:
-    units = {"s": 1.0, "m": 60.0, "h": 3600.0}
-    try:
-        return float(text[:-1]) * units[text[-1]] if text[-1:] in units else float(text)
-    except (ValueError, IndexError):
-        raise Failed(f'error: invalid argument "{text}" for "--{option}" flag: time: invalid '
-                     f'duration "{text}"') from None
 
 
 class FakeKubectl:
@@ -142,6 +135,31 @@ class FakeKubectl:
                          f"{words[0]!r}: run it once per type")
         kind = kind_of(words[0])
         return [(kind, name) for name in words[1:]] or [(kind, "")]
+
+    def _resolve(self, parsed: Parsed, stdin: str, cwd: str | None
+                 ) -> list[tuple[str, str | None, str]] | None:
+        """(kind, namespace, name) of what ``delete``/``wait`` act on: names, ``-f`` files,
+        ``-l``/``--all`` (None: a selector that matched nothing)."""
+        pairs: list[tuple[str, str | None, str]] = []
+        for name in parsed.options.get("filename", []):
+            for source, obj in documents(name, stdin, cwd):
+                obj = mapped(source, obj, parsed.namespace, "namespace" in parsed.options)
+                pairs.append((obj["kind"], obj["metadata"].get("namespace"),
+                              str(obj["metadata"].get("name", ""))))
+        for kind, name in self._targets(parsed):
+            ns = parsed.namespace if RESOURCES[kind].namespaced else None
+            if name:
+                pairs.append((kind, ns, name))
+            elif parsed.options.get("selector") or parsed.flag("all"):
+                pairs += [(kind, ns, meta(o)["name"])
+                          for o in self.api.list(kind, ns, self._labels(parsed))]
+                if not pairs:
+                    return None
+            else:
+                raise Failed("error: resource(s) were provided, but no name was specified")
+        if not pairs:
+            raise Failed(_NO_TARGET)
+        return pairs
 
     def _labels(self, parsed: Parsed) -> dict[str, str] | None:
         text = parsed.last("selector")
@@ -288,30 +306,13 @@ class FakeKubectl:
 
     def _delete(self, parsed: Parsed, out: list[str], *, stdin: str, cwd: str | None,
                 timeout: float, **_: Any) -> tuple[int, str]:
-        namespace = parsed.namespace
         cascade = parsed.last("cascade", "background")
         if cascade not in _CASCADE:
             raise Failed(f'error: invalid cascade value ({cascade}). Must be "background", '
                          f'"foreground", or "orphan".')
-        pairs: list[tuple[str, str | None, str]] = []
-        for name in parsed.options.get("filename", []):
-            for source, obj in documents(name, stdin, cwd):
-                obj = mapped(source, obj, namespace, "namespace" in parsed.options)
-                pairs.append((obj["kind"], obj["metadata"].get("namespace"),
-                              str(obj["metadata"].get("name", ""))))
-        for kind, name in self._targets(parsed):
-            ns = namespace if RESOURCES[kind].namespaced else None
-            if name:
-                pairs.append((kind, ns, name))
-            elif parsed.options.get("selector") or parsed.flag("all"):
-                pairs += [(kind, ns, meta(o)["name"])
-                          for o in self.api.list(kind, ns, self._labels(parsed))]
-                if not pairs:
-                    return 0, "No resources found\n"
-            else:
-                raise Failed("error: resource(s) were provided, but no name was specified")
-        if not pairs:
-            raise Failed(_NO_TARGET)
+        pairs = self._resolve(parsed, stdin, cwd)
+        if pairs is None:
+            return 0, "No resources found\n"
         errors, gone = [], []
         force = parsed.last("grace-period") == "0"
         for kind, ns, name in pairs:
@@ -327,7 +328,7 @@ class FakeKubectl:
                        else f'{singular(kind)} "{name}" {did}{where}\n')
             gone.append((kind, ns, name, meta(have).get("uid")))
         if parsed.flag("wait", True):
-            limit = _seconds(parsed.last("timeout"), "timeout") if \
+            limit = seconds(parsed.last("timeout"), "timeout") if \
                 parsed.last("timeout") not in ("", "0", "0s") else timeout
             for kind, ns, name, uid in gone:
                 def absent(k: str = kind, n: str | None = ns, nm: str = name,
@@ -344,6 +345,13 @@ class FakeKubectl:
     def _logs(self, parsed: Parsed, out: list[str], *, timeout: float,
               **_: Any) -> tuple[int, str]:
         return logs(self.api, parsed, out, timeout=timeout, wait_for=self.wait_for)
+
+    def _wait(self, parsed: Parsed, out: list[str], *, stdin: str, cwd: str | None,
+              **_: Any) -> tuple[int, str]:
+        pairs = self._resolve(parsed, stdin, cwd)
+        if pairs is None:
+            raise Failed("error: no matching resources found")
+        return wait(self.api, pairs, parsed, out, wait_for=self.wait_for)
 
     def _version(self, parsed: Parsed, out: list[str], **_: Any) -> tuple[int, str]:
         return version(self.api, self.kubernetes_version, parsed, out)

@@ -84,6 +84,11 @@ COMMANDS: dict[str, dict[str, Flag]] = {
                    Flag("prefix", value=False, modelled=False),
                    Flag("max-log-requests", modelled=False)),
     "version": _flags(Flag("client", value=False), Flag("output", "o")),
+    "wait": _flags(Flag("for"), Flag("timeout"), Flag("selector", "l"), Flag("all", value=False),
+                   Flag("filename", "f"), Flag("output", "o"),
+                   Flag("all-namespaces", "A", value=False, modelled=False),
+                   Flag("field-selector", modelled=False),
+                   Flag("local", value=False, modelled=False)),
 }
 
 #: The real kubectl's other commands: named, so a client hears "not modelled", not "unknown".
@@ -91,7 +96,7 @@ UNMODELLED = ("annotate", "api-resources", "api-versions", "attach", "auth", "au
               "certificate", "cluster-info", "completion", "config", "cordon", "cp", "create",
               "debug", "describe", "diff", "drain", "edit", "events", "exec", "explain",
               "expose", "kustomize", "label", "patch", "plugin", "port-forward", "proxy",
-              "replace", "rollout", "run", "scale", "set", "taint", "top", "uncordon", "wait")
+              "replace", "rollout", "run", "scale", "set", "taint", "top", "uncordon")
 
 
 #: The short names kubectl resolves (the fake's API server serves these kinds).
@@ -124,6 +129,16 @@ def singular(kind: str) -> str:
     """``mpijob.kubeflow.org``: how kubectl names a kind in what it did."""
     group = RESOURCES[kind].group
     return f"{kind.lower()}.{group}" if group else kind.lower()
+
+
+def seconds(text: str, option: str) -> float:
+    """A Go duration (``30s``, ``2m``, ``1h``, or plain seconds) of ``--option``."""
+    units = {"s": 1.0, "m": 60.0, "h": 3600.0}
+    try:
+        return float(text[:-1]) * units[text[-1]] if text[-1:] in units else float(text)
+    except (ValueError, IndexError):
+        raise Failed(f'error: invalid argument "{text}" for "--{option}" flag: time: invalid '
+                     f'duration "{text}"') from None
 
 
 @dataclass
@@ -181,7 +196,7 @@ def parse(args: Sequence[str]) -> Parsed:
     if command and command not in COMMANDS:
         if command in UNMODELLED:
             raise Failed(f'error: the fake\'s kubectl does not model "kubectl {command}": it '
-                         f"answers apply, get, delete, logs and version (see "
+                         f"answers apply, get, delete, wait, logs and version (see "
                          f"docs/your-own-client.md)")
         raise Failed(f'error: unknown command "{command}" for "kubectl"')
     known = {**GLOBAL, **COMMANDS.get(command, {})}

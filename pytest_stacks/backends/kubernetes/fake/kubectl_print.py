@@ -141,7 +141,8 @@ def _walk(values: list[Any], steps: list[tuple[str, Any]]) -> list[Any]:
     return values
 
 
-def _text(value: Any) -> str:
+def scalar_text(value: Any) -> str:
+    """One jsonpath result as kubectl prints it."""
     if isinstance(value, str):
         return value
     if isinstance(value, bool):
@@ -151,6 +152,18 @@ def _text(value: Any) -> str:
     if isinstance(value, int | float):
         return str(value)
     return compact_json(value)
+
+
+def find(expression: str, obj: Any) -> list[Any]:
+    """The values one expression selects (kubectl's relaxed form: ``{.a.b}``, ``.a.b`` or
+    ``a.b``), for ``wait --for=jsonpath=...``."""
+    expr = expression.strip()
+    if expr.startswith("{") and expr.endswith("}"):
+        expr = expr[1:-1].strip()
+    expr = expr.removeprefix("$")
+    if expr and not expr.startswith((".", "[")):
+        expr = "." + expr
+    return _walk([obj], _steps(expr))
 
 
 def jsonpath(template: str, obj: Any) -> str:
@@ -174,7 +187,7 @@ def jsonpath(template: str, obj: Any) -> str:
             raise PrintError(f"error parsing jsonpath {template}: unrecognized identifier "
                              f"{expr}")
         found = _walk([obj], _steps(expr))
-        out.append(" ".join(_text(v) for v in found))
+        out.append(" ".join(scalar_text(v) for v in found))
         at = match.end()
     rest = template[at:]
     if "{" in rest:
