@@ -75,7 +75,7 @@ def test_the_schedulers_commands_reach_the_fake_and_are_gone_after(
 
 
 K8S_TESTS = '''
-import json, shutil, subprocess, time
+import json, shutil, subprocess
 from pathlib import Path
 
 POD = """      template:
@@ -99,13 +99,11 @@ def test_a_client_that_shells_out_to_kubectl_runs_unchanged(stack_commands, tmp_
     (tmp_path / "pi.yaml").write_text(MPIJOB)
     applied = kubectl(stack_commands, "apply", "-n", "default", "-f", "pi.yaml", cwd=tmp_path)
     assert applied.stdout == "mpijob.kubeflow.org/pi created\\n", applied.stderr
+    waited = kubectl(stack_commands, "wait", "--for=condition=Succeeded", "mpijob/pi", "-n",
+                     "default", "--timeout=60s")
+    assert waited.stdout == "mpijob.kubeflow.org/pi condition met\\n", waited.stderr
     path = 'jsonpath={.status.conditions[?(@.type=="Succeeded")].status}'
-    deadline = time.monotonic() + 30
-    while True:
-        got = kubectl(stack_commands, "get", "mpijob", "pi", "-n", "default", "-o", path)
-        if got.stdout == "True" or time.monotonic() > deadline:
-            break
-        time.sleep(0.1)
+    got = kubectl(stack_commands, "get", "mpijob", "pi", "-n", "default", "-o", path)
     assert (got.returncode, got.stdout) == (0, "True"), got
     listed = kubectl(stack_commands, "get", "pods", "-n", "default", "-l",
                      "training.kubeflow.org/job-name=pi", "-o", "json")
