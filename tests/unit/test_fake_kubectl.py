@@ -353,3 +353,41 @@ def test_wait_for_the_operators_condition_and_for_deletion(cluster: FakeCluster)
                              'found\n'
     assert kubectl(cluster, "wait", "--for=sunrise", "mpijob/pi").stderr == \
         'error: unrecognized condition: "sunrise"\n'
+
+
+_WORDS = ["apply", "get", "delete", "wait", "logs", "version", "describe", "frob", "-f", "-",
+          "x.yaml", "mpijob", "mpijobs", "pods", "po", "job", "cm", "ns", "node", "pi",
+          "mpijob/pi", "pod/pi-worker-0", "job/pi-launcher", "pi-worker-0", "default", "-n",
+          "-nx", "--namespace=default", "-A", "-l", "a=b", "a!=b", "-o", "json", "yaml", "name",
+          "wide", "jsonpath={.status}", "jsonpath={.items[?(@.x)]}", "jsonpath={", "-o=json",
+          "--for=condition=Succeeded", "--for=delete", "--for=jsonpath={.a}=1", "--for",
+          "--timeout=0", "--timeout=0.1s", "--wait=false", "--wait=maybe", "--cascade=orphan",
+          "--cascade", "--ignore-not-found", "-c", "--tail=1", "--tail=x", "-p", "--client",
+          "--", "-", "-h", "-Ao", "--bogus", "-z", "", "é", "--grace-period=0"]
+
+
+def test_no_command_line_makes_it_fail_unexplained() -> None:
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    cluster = FakeCluster()
+    try:
+        assert kubectl(cluster, "apply", "-f", "-", stdin=mpijob("pi")).returncode == 0
+
+        @settings(max_examples=300, deadline=None,
+                  suppress_health_check=[HealthCheck.too_slow])
+        @given(argv=st.tuples(st.sampled_from(["apply", "get", "delete", "wait", "logs",
+                                                "version", "-n"]),
+                              st.lists(st.sampled_from(_WORDS) | st.text(max_size=8),
+                                       max_size=7)).map(lambda t: [t[0], *t[1]]),
+               stdin=st.sampled_from(["", "a: [", mpijob("pj"), "kind: List\nitems: [1]\n",
+                                      "- 1\n", "apiVersion: v1\nkind: Pod\n"]))
+        def one(argv: list[str], stdin: str) -> None:
+            done = cluster.commands.run(["kubectl", *argv], stdin=stdin, timeout=0.5)
+            assert done.returncode in (0, 1), done
+            assert "could not answer" not in done.stderr, done  # an unexplained exception
+            assert done.returncode == 0 or done.stderr.strip(), done
+
+        one()
+    finally:
+        cluster.close()

@@ -347,11 +347,11 @@ class FakeKubectl:
         return logs(self.api, parsed, out, timeout=timeout, wait_for=self.wait_for)
 
     def _wait(self, parsed: Parsed, out: list[str], *, stdin: str, cwd: str | None,
-              **_: Any) -> tuple[int, str]:
+              timeout: float, **_: Any) -> tuple[int, str]:
         pairs = self._resolve(parsed, stdin, cwd)
         if pairs is None:
             raise Failed("error: no matching resources found")
-        return wait(self.api, pairs, parsed, out, wait_for=self.wait_for)
+        return wait(self.api, pairs, parsed, out, wait_for=self.wait_for, timeout=timeout)
 
     def _version(self, parsed: Parsed, out: list[str], **_: Any) -> tuple[int, str]:
         return version(self.api, self.kubernetes_version, parsed, out)

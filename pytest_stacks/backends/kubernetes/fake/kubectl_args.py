@@ -208,7 +208,7 @@ def parse(args: Sequence[str]) -> Parsed:
     def take(spec: Flag, inline: str | None, shown: str) -> None:
         nonlocal index
         if not spec.modelled:
-            raise Failed(f"error: the fake's kubectl does not model {shown} of kubectl "
+            raise Failed(f"error: the fake's kubectl does not model --{spec.long} of kubectl "
                          f"{command or '(global)'}: its in-process API server has no such "
                          f"feature; see docs/your-own-client.md")
         if inline is None and spec.value and not spec.default:

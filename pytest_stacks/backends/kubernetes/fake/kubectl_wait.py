@@ -101,11 +101,13 @@ def _met(api: KubeApi, kind: str, namespace: str | None, name: str, what: str,
 
 
 def wait(api: KubeApi, pairs: list[tuple[str, str | None, str]], parsed: Parsed,
-         out: list[str], *, wait_for: Callable[[Callable[[], bool], float], bool]
-         ) -> tuple[int, str]:
-    """``kubectl wait``: (exit code, stderr); each object that met it appended to ``out``."""
+         out: list[str], *, wait_for: Callable[[Callable[[], bool], float], bool],
+         timeout: float = 30.0) -> tuple[int, str]:
+    """``kubectl wait``: (exit code, stderr); each object that met it appended to ``out``.
+    Without ``--timeout``, kubectl's 30s (or the caller's ``timeout``, when shorter)."""
     wanted = checks(parsed.options.get("for", []))
-    limit = seconds(parsed.last("timeout", "30s"), "timeout")
+    given = parsed.last("timeout")
+    limit = seconds(given, "timeout") if given else min(30.0, timeout)
     limit = 7 * 24 * 3600.0 if limit < 0 else limit  # kubectl: negative is a week
     for kind, namespace, name in pairs:
         first = api.get(kind, namespace, name)
