@@ -4,7 +4,8 @@ really has, each running :func:`pytest_stacks.login.forward.main` with the stack
 One mechanism for every stack; what differs per transport is only the route: the login
 container by ``docker exec`` (local compose stacks), the stack's pinned SSH route written as an
 ssh config (ssh, multi-hop and existing-site stacks; the same key and known_hosts the tests'
-client uses), or a relay into the in-process fake (fake stacks).
+client uses), or a relay into the in-process fake (fake stacks, fake-mpi-operator's kubectl
+too). A real Kubernetes stack gets its pinned kubectl binary itself (:mod:`.kubectl`).
 """
 
 from __future__ import annotations
@@ -168,13 +169,61 @@ def _kubectl_commands(stack: Stack, info: StackInfo, folder: Path) -> LoginComma
     return LoginCommands(stack.name, bin_folder, route, None, extra_env=env)
 
 
+#: What ``KUBECONFIG`` names on a fake Kubernetes stack: it has no API server to point at.
+FAKE_KUBECONFIG = """\
+# pytest-stacks: {stack} is an in-process fake with no API server to reach. Its kubectl (first
+# on PATH in stack_commands.env) ignores this file; a client that reads a kubeconfig itself
+# (the Kubernetes Python client, lightkube) cannot use it: hand it stack_fake (KubeApi) instead.
+apiVersion: v1
+kind: Config
+clusters: [{{name: {stack}, cluster: {{server: "https://{stack}.invalid"}}}}]
+contexts: [{{name: {stack}, context: {{cluster: {stack}, user: {stack}}}}}]
+current-context: {stack}
+users: [{{name: {stack}, user: {{}}}}]
+"""
+
+
+def _write_shims(folder: Path, bin_folder: Path, route: LoginRoute) -> None:
+    route_file = folder / "route.json"
+    route.write(route_file)
+    for name in route.commands:
+        shim = bin_folder / name
+        shim.write_text(_shim(route_file))
+        shim.chmod(0o755)
+
+
+def _fake_kubectl_commands(stack: Stack, double: object,
+                           folder: Path) -> LoginCommands:
+    """The fake's kubectl (``double.commands``) through the relay. kubectl runs on the
+    client's machine, so every path is "shared" (``/``): ``apply -f`` reads the caller's own
+    files; there is no per-test shared folder, as on a real Kubernetes stack."""
+    front = _fake_front(stack, double)
+    user = ""  # as on a real Kubernetes stack: kubectl has no login user, only an API server
+    bin_folder = folder / "bin"
+    bin_folder.mkdir(parents=True, exist_ok=True)
+    relay = Relay(front, user)
+    try:
+        config = folder / "kubeconfig"
+        config.write_text(FAKE_KUBECONFIG.format(stack=stack.name))
+        route = LoginRoute(stack.name, "relay", str(relay.socket), user, "/", ("kubectl",))
+        _write_shims(folder, bin_folder, route)
+    except BaseException:
+        relay.close()
+        shutil.rmtree(folder, ignore_errors=True)
+        raise
+    return LoginCommands(stack.name, bin_folder, route, None,
+                         extra_env={"KUBECONFIG": str(config)}, relay=relay)
+
+
 def open_commands(stack: Stack, info: StackInfo, double: object | None,
                   folder: Path) -> LoginCommands:
     """Write ``folder``/bin with a shim per command the stack has. Raises StacksError naming
     the stack when it has no login host (a Kubernetes stack) or cannot be asked."""
     names = CATALOGUE.get(stack.backend)
-    if names is None and stack.transport == "kubernetes" and double is None:
-        return _kubectl_commands(stack, info, folder)
+    if names is None and stack.transport == "kubernetes":
+        if double is None:
+            return _kubectl_commands(stack, info, folder)
+        return _fake_kubectl_commands(stack, double, folder)
     if names is None:
         raise NoCommands(f"stack {stack.name} ({stack.backend}) has no login host whose "
                           f"commands could be put on PATH (only Slurm and HTCondor stacks "
@@ -214,10 +263,5 @@ def open_commands(stack: Stack, info: StackInfo, double: object | None,
             relay.close()
         shutil.rmtree(folder, ignore_errors=True)
         raise
-    route_file = folder / "route.json"
-    route.write(route_file)
-    for name in route.commands:
-        shim = bin_folder / name
-        shim.write_text(_shim(route_file))
-        shim.chmod(0o755)
+    _write_shims(folder, bin_folder, route)
     return LoginCommands(stack.name, bin_folder, route, shared, relay=relay)

@@ -33,7 +33,8 @@ def write(stack: Stack, endpoints: Mapping[str, str], bin_folder: Path,
     needs (``KUBECONFIG``)."""
     if KUBECONFIG not in endpoints:
         raise NoCommands(f"stack {stack.name} records no kubeconfig: there is no API server "
-                          f"for kubectl to reach (an in-process fake has none)")
+                          f"for kubectl to reach (an in-process fake has none: its own kubectl "
+                          f"goes through its relay, see commands.open_commands)")
     wrapper = bin_folder / "kubectl"
     context = endpoints.get("context")
     extra = f" --context {shlex.quote(context)}" if context else ""

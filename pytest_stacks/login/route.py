@@ -28,7 +28,8 @@ class LoginRoute:
     config file naming every hop, the last one ``login``), relay (``target`` is the Unix socket
     of the in-process fake's relay), local (no login host: the program runs here, kubectl
     against the stack's API server). ``shared``: the folder that is the same path on this machine
-    and on the login host ("" where none is: an existing site)."""
+    and on the login host ("" where none is: an existing site; "/" for a fake's kubectl, which
+    reads the caller's files where they are, as kubectl does)."""
 
     stack: str
     kind: Kind

@@ -173,7 +173,9 @@ def stack_fake(request: pytest.FixtureRequest, stack: Stack,
     user=None, timeout=60.0, stdin="", cwd=None) -> CommandResult`` and
     ``commands.share(host_dir)``, which makes an absolute host folder the same path on the
     fake's side (a script or submit file named there is read there; job outputs written
-    there land there); other paths stay in the fake's private root.
+    there land there); other paths stay in the fake's private root. On fake-mpi-operator
+    ``commands`` is a ``kubectl`` against its API server (``run(argv, *, user=None,
+    timeout=60.0, stdin="", cwd=None)``, the ``kubectl`` of ``stack_commands`` there).
     ``stack_info["fake"]`` names its type. A real stack has no double: the test is skipped,
     saying so; reach a real stack through ``stack_info`` (endpoints, token directory), or its
     commands through ``stack_commands``."""

@@ -1,11 +1,10 @@
 """The ``stack_commands`` fixture as users see it: the scheduler's commands on PATH, forwarded
 to the stack's login host (here the in-process fakes, through the relay), the shared folder,
-the refusals, and nothing left behind when the session ends."""
+the refusals, fake-mpi-operator's kubectl, and nothing left behind when the session ends."""
 
 from __future__ import annotations
 
 import json
-import textwrap
 from pathlib import Path
 
 import pytest
@@ -75,15 +74,72 @@ def test_the_schedulers_commands_reach_the_fake_and_are_gone_after(
     assert not Path(seen["shared"]).exists()
 
 
-def test_a_stack_without_a_login_host_skips_saying_why(pytester: pytest.Pytester) -> None:
+K8S_TESTS = '''
+import json, shutil, subprocess
+from pathlib import Path
+
+POD = """      template:
+        spec:
+          nodeSelector: {type: kwok}
+          tolerations: [{key: kwok.x-k8s.io/node, operator: Exists, effect: NoSchedule}]
+          containers: [{name: %s, image: mpi:1, command: [mpirun, hostname]}]
+"""
+MPIJOB = ("apiVersion: kubeflow.org/v2beta1\\nkind: MPIJob\\nmetadata: {name: pi}\\nspec:\\n"
+          "  mpiReplicaSpecs:\\n    Launcher:\\n      replicas: 1\\n" + POD % "launcher"
+          + "    Worker:\\n      replicas: 2\\n" + POD % "worker")
+
+def kubectl(stack_commands, *argv, **kw):
+    return subprocess.run(["kubectl", *argv], env=stack_commands.env, capture_output=True,
+                          text=True, timeout=60, **kw)
+
+def test_a_client_that_shells_out_to_kubectl_runs_unchanged(stack_commands, tmp_path,
+                                                             monkeypatch):
+    Path("seen.json").write_text(json.dumps({"bin": str(stack_commands.bin)}))
+    assert stack_commands.commands == ("kubectl",) and stack_commands.shared is None
+    (tmp_path / "pi.yaml").write_text(MPIJOB)
+    applied = kubectl(stack_commands, "apply", "-n", "default", "-f", "pi.yaml", cwd=tmp_path)
+    assert applied.stdout == "mpijob.kubeflow.org/pi created\\n", applied.stderr
+    waited = kubectl(stack_commands, "wait", "--for=condition=Succeeded", "mpijob/pi", "-n",
+                     "default", "--timeout=60s")
+    assert waited.stdout == "mpijob.kubeflow.org/pi condition met\\n", waited.stderr
+    path = 'jsonpath={.status.conditions[?(@.type=="Succeeded")].status}'
+    got = kubectl(stack_commands, "get", "mpijob", "pi", "-n", "default", "-o", path)
+    assert (got.returncode, got.stdout) == (0, "True"), got
+    listed = kubectl(stack_commands, "get", "pods", "-n", "default", "-l",
+                     "training.kubeflow.org/job-name=pi", "-o", "json")
+    pods = json.loads(listed.stdout)["items"]
+    launcher = [p["metadata"]["name"] for p in pods
+                if p["metadata"]["labels"]["training.kubeflow.org/job-role"] == "launcher"]
+    assert len(pods) == 3 and len(launcher) == 1
+    logs = kubectl(stack_commands, "logs", launcher[0], "-n", "default")
+    assert logs.returncode == 0, logs.stderr
+    deleted = kubectl(stack_commands, "delete", "mpijob", "pi", "-n", "default")
+    assert deleted.stdout == 'mpijob.kubeflow.org "pi" deleted from default namespace\\n'
+    gone = kubectl(stack_commands, "get", "mpijob", "pi", "-n", "default")
+    assert gone.returncode == 1
+    assert gone.stderr == 'Error from server (NotFound): mpijobs.kubeflow.org "pi" not found\\n'
+    monkeypatch.setenv("PATH", stack_commands.env["PATH"])
+    assert shutil.which("kubectl") == str(stack_commands.bin / "kubectl")
+
+def test_what_kubectl_applied_is_what_the_fakes_api_server_holds(stack_commands, stack_fake):
+    config = "apiVersion: v1\\nkind: ConfigMap\\nmetadata: {name: cfg}\\ndata: {a: b}\\n"
+    applied = kubectl(stack_commands, "apply", "-f", "-", input=config)
+    assert applied.returncode == 0, applied.stderr
+    assert stack_fake.get("ConfigMap", "default", "cfg")["data"] == {"a": "b"}
+    unknown = kubectl(stack_commands, "rollout-everything")
+    assert (unknown.returncode, unknown.stderr) == (
+        1, 'error: unknown command "rollout-everything" for "kubectl"\\n')
+'''
+
+
+def test_kubectl_on_the_fake_kubernetes_stack_and_gone_after(
+        pytester: pytest.Pytester) -> None:
     pytester.makeini(f"[pytest]\nstacks_manifest = {REPO / 'manifest.yaml'}\n")
-    pytester.makepyfile(test_k8s=textwrap.dedent("""
-        def test_commands(stack_commands):
-            raise AssertionError("must not run")
-    """))
-    result = pytester.runpytest("--stack=fake-mpi-operator", "-rs", "--stack-results=")
-    result.assert_outcomes(skipped=1)
-    result.stdout.fnmatch_lines(["*fake-mpi-operator (mpi-operator) has no login host*"])
+    pytester.makepyfile(test_k8s=K8S_TESTS)
+    result = pytester.runpytest("--stack=fake-mpi-operator", "-p", "no:randomly",
+                                "--stack-results=")
+    result.assert_outcomes(passed=2)
+    assert not Path(json.loads((pytester.path / "seen.json").read_text())["bin"]).exists()
 
 
 def test_exec_on_a_fake_says_what_it_is(capsys: pytest.CaptureFixture[str]) -> None:

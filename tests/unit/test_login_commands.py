@@ -209,7 +209,37 @@ def test_a_kubernetes_stack_gets_its_pinned_kubectl_and_kubeconfig(tmp_path: Pat
     assert not (tmp_path / "login").exists()
 
 
-def test_a_fake_kubernetes_stack_has_no_commands(tmp_path: Path) -> None:
+def test_a_fake_without_a_command_line_is_said(tmp_path: Path) -> None:
     stack = load(default_manifest(REPO)).get("fake-mpi-operator")
-    with pytest.raises(commands.NoCommands, match="no login host"):
+    with pytest.raises(commands.NoCommands, match="has no command line"):
         commands.open_commands(stack, StackInfo(provider="fake"), object(), tmp_path / "l")
+    assert not (tmp_path / "l").exists()
+
+
+def test_the_fake_kubernetes_stack_gets_its_kubectl_through_the_relay(tmp_path: Path) -> None:
+    from pytest_stacks.backends.kubernetes.fake import FakeCluster
+
+    stack = load(default_manifest(REPO)).get("fake-mpi-operator")
+    cluster = FakeCluster()
+    made = commands.open_commands(stack, StackInfo(provider="fake"), cluster,
+                                  tmp_path / "login")
+    try:
+        assert made.commands == ("kubectl",) and made.shared is None
+        assert made.route.user == ""  # kubectl has no login user, as on a real stack
+        env = made.environment()
+        assert "https://fake-mpi-operator.invalid" in Path(env["KUBECONFIG"]).read_text()
+        # kubectl reads the caller's own files, anywhere (it runs on this machine).
+        (tmp_path / "cm.yaml").write_text("apiVersion: v1\nkind: ConfigMap\n"
+                                          "metadata: {name: cfg}\ndata: {a: b}\n")
+        applied = subprocess.run(["kubectl", "apply", "-f", "cm.yaml"], env=env, cwd=tmp_path,
+                                 capture_output=True, text=True, timeout=60, check=False)
+        assert (applied.returncode, applied.stdout) == (0, "configmap/cfg created\n")
+        assert cluster.get("ConfigMap", "default", "cfg")["data"] == {"a": "b"}
+        missing = subprocess.run(["kubectl", "get", "cm", "nope"], env=env,
+                                 capture_output=True, text=True, timeout=60, check=False)
+        assert missing.returncode == 1
+        assert missing.stderr == 'Error from server (NotFound): configmaps "nope" not found\n'
+    finally:
+        made.close()
+        cluster.close()
+    assert not (tmp_path / "login").exists()

@@ -4,7 +4,8 @@
 ownerReferences, foreground/background/orphan deletion and garbage collection), the batch/v1 Job
 controller and kwok's pod lifecycle (``controllers``), and the MPI Operator with its leader
 lease (``mpi_operator``), stepped by a background thread every ``tick`` seconds (or by calling
-:meth:`FakeCluster.step` with ``autostart=False``).
+:meth:`FakeCluster.step` with ``autostart=False``); ``commands`` is a ``kubectl`` in front of
+it all (:mod:`.kubectl`) for clients that shell out.
 
 It never imports the driver or its builders: it knows the seam's shapes, not the driver's
 expectations. What it does not model: RBAC and admission, CRD schema validation beyond
@@ -23,6 +24,7 @@ from collections.abc import Callable, Mapping
 
 from pytest_stacks.backends.kubernetes.api import ApiError, Obj, Objs, meta
 from pytest_stacks.backends.kubernetes.fake import controllers, mpi_operator
+from pytest_stacks.backends.kubernetes.fake.kubectl import FakeKubectl
 from pytest_stacks.backends.kubernetes.fake.store import Store
 from pytest_stacks.errors import BackendCallError
 
@@ -41,6 +43,8 @@ class FakeCluster:
         self.kwok = controllers.Kwok(self.store, start_after=start_after,
                                      finish_after=finish_after)
         self.operator = mpi_operator.MpiOperator(self.store)
+        #: ``kubectl`` against this API server (``stack_fake.commands``): see .kubectl.
+        self.commands = FakeKubectl(self, kubernetes_version, mutate=self.mutate)
         self._down: str = ""
         self._renew_lease = True
         self._last_renew = 0.0
