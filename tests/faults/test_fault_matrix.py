@@ -181,6 +181,9 @@ def _run_row(tmp_path: Path, row: Row) -> None:
 @pytest.mark.parametrize("row", [
     Row("htcondor-25", "condor_schedd", "schedd unreachable"),
     Row("htcondor-25", "network", "is cut off its network"),
+    # A schedd frozen mid-run: the bindings would wait 20 s to forever, the GIL held; each
+    # call has 12 s (.bounded), then the schedd is refused at once.
+    Row("htcondor-25", "pause", "(service htcondor) is paused"),
     Row("slurm-24.11", "network", "is cut off its network"),
     Row("slurm-26.05-cluster-ssh", "pause", "(service login) is paused", service="login"),
     # A compute node down while the controller lives: its container is found not running
