@@ -79,7 +79,10 @@ class BoundedCalls:
                           f"abandoned, its worker killed; no further call is made)")
                 raise WorkerError(self._broken, broken=True)
             if not line:
-                code = proc.poll()
+                try:  # its end closed: it is exiting; its status says how
+                    code: int | None = proc.wait(timeout=2)
+                except subprocess.TimeoutExpired:
+                    code = None
                 self._end(f"the bindings worker exited (status {code}) during the call")
                 raise WorkerError(self._broken, broken=True)
         reply = json.loads(line)
