@@ -198,7 +198,13 @@ def stack_logs(request: pytest.FixtureRequest, stack: Stack,
 @pytest.fixture
 def backend(request: pytest.FixtureRequest, stack: Stack,
             _stack_client: RecordingClient) -> Generator[JobClient, None, None]:
-    """The client the tests talk to: the user's (hook ``pytest_stacks_backend``) or ours."""
+    """The client the tests talk to: the user's (hook ``pytest_stacks_backend``) or ours.
+
+    Asked of the pool for every test, not only once per session: a stack found broken under
+    an earlier test (in any process) ends this one as that infrastructure error at once,
+    instead of its client being used on a stack that can no longer serve (a compute node
+    down leaves the other node running the jobs that still fit)."""
+    _attached(request, stack)
     for mark in request.node.iter_markers("client_version"):
         version = _attached(request, stack).client_version
         if not version:

@@ -1,8 +1,9 @@
 """The fault matrix (issue 60): a stack broken under a run in the ways that read as product
 failures before (the main daemon killed inside a live container, a container cut off its
-network, a container paused on an ssh stack) ends the run as infrastructure errors naming the
-fault, in bounded time after it, with nothing left in the engine; and a job that really fails
-on the healthy stack before the fault is still FAILED.
+network, a container paused on an ssh stack, a compute node killed while the controller
+lives) ends the run as infrastructure errors naming the fault, in bounded time after it, with
+nothing left in the engine; and a job that really fails on the healthy stack before the fault
+is still FAILED.
 
 Each row starts a pytest session as a subprocess (as a user would), breaks the stack inside
 its second test and records, through a conftest, when each test ended. They need a Docker
@@ -54,6 +55,8 @@ from pytest_stacks.contract import JobSpec, JobState, submitted, wait_for
 SIGNAL = ('found=; for p in /proc/[0-9]*; do if [ "$(cat "$p/comm" 2>/dev/null)" = "%(name)s" ]; '
           'then kill -%(sig)s "${p#/proc/}" && found=1; fi; done; [ -n "$found" ]')
 
+OPTIONS = __OPTIONS__
+
 def _service(stack_info, service):
     if not service:
         return stack_info["container"]
@@ -68,17 +71,21 @@ def _network(container):
                           check=True).stdout.strip()
 
 def test_0_a_job_that_really_fails_is_failed(backend, stack):
-    [status] = wait_for(backend, submitted(backend.submit([JobSpec(script="exit 3\\n")])),
-                        timeout=120)
+    [status] = wait_for(backend, submitted(backend.submit([JobSpec(
+        script="exit 3\\n", backend_options=OPTIONS)])), timeout=120)
     assert (status.state, status.exit_code) == (JobState.COMPLETED, 0), str(status)
 
 def test_1_before(backend, stack):
-    wait_for(backend, submitted(backend.submit([JobSpec(script="true\\n")])), timeout=120)
+    [status] = wait_for(backend, submitted(backend.submit([JobSpec(
+        script="true\\n", backend_options=OPTIONS)])), timeout=120)
+    assert status.state == JobState.COMPLETED, str(status)
 
 def test_2_the_fault(backend, stack, stack_info):
     container = _service(stack_info, __SERVICE__)
     fault = __FAULT__
-    if fault == "network":
+    if fault == "kill":
+        argv = ["docker", "kill", container]
+    elif fault == "network":
         argv = ["docker", "network", "disconnect", _network(container), container]
     elif fault == "pause":
         argv = ["docker", "pause", container]
@@ -87,7 +94,9 @@ def test_2_the_fault(backend, stack, stack_info):
     subprocess.run(argv, check=True, capture_output=True)
     with open("fault.txt", "w") as out:
         out.write(str(time.time()))
-    wait_for(backend, submitted(backend.submit([JobSpec(script="true\\n")])), timeout=120)
+    [status] = wait_for(backend, submitted(backend.submit([JobSpec(
+        script="true\\n", backend_options=OPTIONS)])), timeout=__WAIT__)
+    assert status.state == JobState.COMPLETED, str(status)
 
 def test_3_after(backend, stack):
     wait_for(backend, submitted(backend.submit([JobSpec(script="true\\n")])), timeout=120)
@@ -100,10 +109,17 @@ def test_4_after(backend, stack):
 @dataclass(frozen=True)
 class Row:
     stack: str
-    fault: str  # "network", "pause", or the process to SIGKILL inside the container
+    fault: str  # "kill" (the container), "network", "pause", or a process to SIGKILL in it
     named: str  # what the infrastructure error must say
     service: str = ""  # the compose service broken; "" the stack's own container
     fails_first: bool = True  # a job exiting 3 is FAILED on the healthy stack
+    #: The jobs' backend_options: ``{"workers": 2}`` makes each job need both compute nodes
+    #: of a cluster, so one node down leaves it nowhere to run.
+    options: tuple[tuple[str, int], ...] = ()
+    #: How long test_2 waits for its job. A job pending on a dead node makes no call fail:
+    #: the wait running out is the first failure the stack is asked about, so that row's
+    #: wait is short and the bound measures the verdict, not the test's own patience.
+    wait_s: float = 120.0
 
 
 def _resources(owner_pid: int) -> list[str]:
@@ -120,7 +136,8 @@ def _run_row(tmp_path: Path, row: Row) -> None:
     tmp_path.mkdir(parents=True, exist_ok=True)
     (tmp_path / "pytest.ini").write_text("[pytest]\n")
     (tmp_path / "conftest.py").write_text(CONFTEST)
-    body = BODY.replace("__SERVICE__", repr(row.service)).replace("__FAULT__", repr(row.fault))
+    body = (BODY.replace("__SERVICE__", repr(row.service)).replace("__FAULT__", repr(row.fault))
+            .replace("__OPTIONS__", repr(dict(row.options))).replace("__WAIT__", repr(row.wait_s)))
     if not row.fails_first:
         body = body.replace("def test_0_a_job_that_really_fails_is_failed",
                             "def _not_a_test")
@@ -164,8 +181,15 @@ def _run_row(tmp_path: Path, row: Row) -> None:
 @pytest.mark.parametrize("row", [
     Row("htcondor-25", "condor_schedd", "schedd unreachable"),
     Row("htcondor-25", "network", "is cut off its network"),
+    # A schedd frozen mid-run: the bindings would wait 20 s to forever, the GIL held; each
+    # call has 12 s (.bounded), then the schedd is refused at once.
+    Row("htcondor-25", "pause", "(service htcondor) is paused"),
     Row("slurm-24.11", "network", "is cut off its network"),
     Row("slurm-26.05-cluster-ssh", "pause", "(service login) is paused", service="login"),
+    # A compute node down while the controller lives: its container is found not running
+    # first (the node's name is its service's); a job needing both nodes cannot run.
+    Row("slurm-26.05-cluster-ssh", "kill", "(service node1) is exited", service="node1",
+        options=(("workers", 2),), wait_s=30.0),
 ], ids=lambda row: f"{row.stack}-{row.fault}")
 def test_a_broken_stack_is_infra_named_bounded_and_leaves_nothing(tmp_path: Path,
                                                                    row: Row) -> None:

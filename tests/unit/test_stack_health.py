@@ -76,14 +76,39 @@ class Scripted:
 def test_slurm_liveness_is_scontrol_ping_and_no_node_down() -> None:
     adapter = SlurmComposeAdapter()
     up = (0, "Slurmctld(primary) at slurm is UP\n", "")
-    assert adapter.liveness(Scripted({"scontrol": up, "sinfo": (0, "n1 idle\nn2 mix\n", "")})) == ""
+    fine = Scripted({"scontrol": up, "sinfo": (0, "n1 idle none\nn2 mixed none\n", "")})
+    assert adapter.liveness(fine) == ""
+    assert fine.asked[1] == ("sinfo", "-N", "-h", "-o", "%N %T %E")
     down = adapter.liveness(Scripted({"scontrol": (1, "Slurmctld(primary) at slurm is DOWN\n",
                                                    ""), "sinfo": (0, "", "")}))
     assert down == "slurmctld not responding (scontrol ping: Slurmctld(primary) at slurm is DOWN)"
-    node = adapter.liveness(Scripted({"scontrol": up, "sinfo": (0, "n1 idle\nn2 down*\n", "")}))
-    assert node == "node DOWN (sinfo: n2=down*)"
-    quiet = adapter.liveness(Scripted({"scontrol": up, "sinfo": (0, "n1 idle*\n", "")}))
-    assert quiet == "node DOWN (sinfo: n1=idle*)", "a trailing * is a node not responding"
+
+
+def test_slurm_liveness_names_a_node_down_with_slurms_reason() -> None:
+    adapter = SlurmComposeAdapter()
+    up = (0, "Slurmctld(primary) at ctld is UP\n", "")
+    # As sinfo 26.05 prints a cluster whose node1 container was killed (once per partition).
+    sinfo = "node1 down* Not responding\nnode1 down* Not responding\nnode2 idle none\n"
+    node = adapter.liveness(Scripted({"scontrol": up, "sinfo": (0, sinfo, "")}))
+    assert node == ("node node1 is DOWN, not responding (sinfo state down*; Slurm's reason: "
+                    "Not responding)")
+    quiet = adapter.liveness(Scripted({"scontrol": up, "sinfo": (0, "n1 idle* none\n", "")}))
+    assert quiet == "node n1 is not responding (sinfo state idle*)", "a trailing * is a node " \
+        "not responding"
+    drained = adapter.liveness(Scripted({"scontrol": up, "sinfo": (
+        0, "n1 drained Kill task failed\nn2 allocated none\n", "")}))
+    assert drained == "node n1 is DRAINED (sinfo state drained; Slurm's reason: Kill task failed)"
+
+
+def test_slurm_liveness_fails_closed_when_sinfo_cannot_say() -> None:
+    adapter = SlurmComposeAdapter()
+    up = (0, "Slurmctld(primary) at ctld is UP\n", "")
+    refused = adapter.liveness(Scripted({"scontrol": up, "sinfo": (
+        1, "", "slurm_load_node: Socket timed out on send/recv operation\n")}))
+    assert refused == ("sinfo cannot list the nodes (slurm_load_node: Socket timed out on "
+                       "send/recv operation)")
+    empty = adapter.liveness(Scripted({"scontrol": up, "sinfo": (0, "", "")}))
+    assert empty.startswith("sinfo lists no node")
 
 
 def test_htcondor_liveness_asks_the_schedd_then_the_collector() -> None:

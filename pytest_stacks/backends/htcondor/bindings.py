@@ -1,9 +1,13 @@
 """The real schedd behind the :class:`~pytest_stacks.backends.htcondor.api.Schedd` interface,
-through the ``htcondor2`` bindings.
+through the ``htcondor2`` bindings, every call with a deadline.
 
-This is the only code that touches ``htcondor2``, an optional dependency (the ``htcondor``
-extra), and it imports the bindings only when a pool is actually reached, so the driver and
-the fake lane run without them.
+The bindings run in a worker process of their own (:mod:`.bindings_worker`, through
+:mod:`.bounded`): they hold the GIL for a whole call and a schedd that went away can keep a
+call for 20 s to forever, so a call ends after 12 s with the worker killed, and every later
+call on this schedd fails at once with the same words (the stack is broken; the health check
+names why). The worker imports the bindings, an optional dependency (the ``htcondor`` extra),
+only when a pool is actually reached, so the driver and the fake lane run without them; one
+worker per schedd also keeps each stack's token directory its own.
 """
 
 from __future__ import annotations
@@ -14,121 +18,112 @@ from pathlib import Path
 from typing import Any
 
 from pytest_stacks.backends.htcondor.api import ScheddError, Submitted
+from pytest_stacks.backends.htcondor.bounded import (
+    CALL_DEADLINE_S,
+    START_DEADLINE_S,
+    BoundedCalls,
+    WorkerError,
+)
 from pytest_stacks.errors import BackendCallError
 
 
-def _plain(value: Any) -> Any:
-    # classad2.Value (Undefined, Error) is an IntEnum: asked after int, an undefined
-    # HoldReason read as the number 2 (found by tests/parity).
-    if type(value).__name__ == "Value":
-        return None
-    if value is None or isinstance(value, bool | int | float | str):
-        return value
-    if isinstance(value, list | tuple):
-        return [_plain(v) for v in value]
-    return str(value)
-
-
 class BindingsSchedd:
-    """A thin wrapper over ``htcondor2.Schedd`` that speaks the :class:`Schedd` interface."""
+    """A thin wrapper over ``htcondor2.Schedd`` (in its worker) that speaks the
+    :class:`Schedd` interface."""
 
-    def __init__(self, htcondor2: Any, schedd_ad: Any, token_dir: Path | None = None,
-                 collector: str | None = None) -> None:
-        self._h = htcondor2
-        self._ad = schedd_ad
-        self._token_dir = token_dir
-        self._collector = collector
-        self._schedd = htcondor2.Schedd(schedd_ad)
+    def __init__(self, calls: BoundedCalls, schedd_ad: Mapping[str, Any],
+                 client_version: str) -> None:
+        self._calls = calls
+        self._ad = dict(schedd_ad)
+        self._client_version = client_version
 
     @classmethod
-    def connect(cls, collector: str, token_dir: Path, schedd_name: str | None = None,
-                ) -> BindingsSchedd:
-        """Configure the bindings for IDTOKENS against ``collector`` and locate the schedd."""
+    def connect(cls, collector: str, token_dir: Path, schedd_name: str | None = None, *,
+                deadline: float = CALL_DEADLINE_S,
+                first_deadline: float = START_DEADLINE_S) -> BindingsSchedd:
+        """Configure the bindings for IDTOKENS against ``collector`` and locate the schedd.
+        ``first_deadline`` bounds the worker's start (importing the bindings) and the
+        collector's answer; ``deadline`` each later call."""
         settings = {
             "COLLECTOR_HOST": collector,
             "SEC_TOKEN_DIRECTORY": str(Path(token_dir).resolve()),
             "SEC_CLIENT_AUTHENTICATION_METHODS": "IDTOKENS",
         }
-        # The bindings read the environment when first imported; param covers a later stack.
+        # Also this process's: a user's own client (the pytest_stacks_backend hook) imports
+        # the bindings here and reads the environment then.
         for key, value in settings.items():
             os.environ[f"_CONDOR_{key}"] = value
+        calls = BoundedCalls(deadline=deadline)
         try:
-            import htcondor2
-        except ImportError as exc:
+            found = calls.call("connect", deadline=first_deadline, collector=collector,
+                               token_dir=settings["SEC_TOKEN_DIRECTORY"],
+                               schedd_name=schedd_name or "")
+        except WorkerError as exc:
+            calls.close()
+            raise BackendCallError(f"cannot reach the collector at {collector}: {exc}") from exc
+        if "ad" in found:
+            return cls(calls, found["ad"], str(found["client_version"]))
+        calls.close()
+        if "missing" in found:
             raise BackendCallError(
                 "the HTCondor driver needs the 'htcondor' package (module htcondor2): "
-                "pip install 'pytest-stacks[htcondor]'") from exc
-        for key, value in settings.items():
-            htcondor2.param[key] = value
-        try:
-            ads = htcondor2.Collector(collector).locateAll(htcondor2.DaemonType.Schedd)
-        except Exception as exc:
-            raise BackendCallError(f"cannot reach the collector at {collector}: {exc}") from exc
-        if schedd_name:
-            ads = [a for a in ads if str(a.get("Name", "")) == schedd_name]
-        if len(ads) != 1:
-            names = [str(a.get("Name", "?")) for a in ads]
-            raise BackendCallError(
-                f"expected exactly one schedd at {collector}"
-                f"{f' named {schedd_name!r}' if schedd_name else ''}, found {names or 'none'}")
-        return cls(htcondor2, ads[0], Path(token_dir), collector)
+                f"pip install 'pytest-stacks[htcondor]' ({found['missing']})")
+        if "unreachable" in found:
+            raise BackendCallError(f"cannot reach the collector at {collector}: "
+                                   f"{found['unreachable']}")
+        names = found.get("names") or []
+        raise BackendCallError(
+            f"expected exactly one schedd at {collector}"
+            f"{f' named {schedd_name!r}' if schedd_name else ''}, found {names or 'none'}")
 
-    def _call(self, what: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
-        if self._token_dir is not None:  # another stack in this process may have moved it
-            wanted = str(self._token_dir.resolve())
-            if self._h.param.get("SEC_TOKEN_DIRECTORY") != wanted:
-                self._h.param["SEC_TOKEN_DIRECTORY"] = wanted
+    def _call(self, what: str, op: str, **args: Any) -> Any:
         try:
-            return fn(*args, **kwargs)
-        except Exception as exc:  # HTCondorException and friends
-            raise ScheddError(f"{what}: {str(exc).strip()}") from exc
+            return self._calls.call(op, **args)
+        except WorkerError as exc:  # HTCondorException and friends, or no answer in time
+            raise ScheddError(f"{what}: {exc}") from exc
 
     def submit(self, description: Mapping[str, str], *, spool: bool = True,
                count: int = 1) -> Submitted:
-        result = self._call("submit", self._schedd.submit, self._h.Submit(dict(description)),
-                            spool=spool, count=count)
-        return Submitted(int(result.cluster()), int(result.first_proc()),
-                         int(result.num_procs()), result)
+        cluster, first, num = self._call("submit", "submit", description=dict(description),
+                                         spool=spool, count=count)
+        return Submitted(int(cluster), int(first), int(num), int(cluster))
 
     def spool(self, submitted: Submitted) -> None:
-        self._call("spool", self._schedd.spool, submitted.native)
+        self._call("spool", "spool", cluster=int(submitted.native))
 
     def retrieve(self, job_id: str) -> None:
-        self._call("retrieve", self._schedd.retrieve, [job_id])
+        self._call("retrieve", "retrieve", job_id=job_id)
 
     def act(self, action: str, job_ids: Sequence[str], reason: str = "") -> dict[str, Any]:
         if action.lower() != "remove":
             raise ScheddError(f"unsupported action {action!r}")
-        # A plain-string reason is dropped by the 25.14 bindings (only None or a
-        # (text, code) tuple reach the schedd), so it travels as a tuple.
-        result = self._call("remove", self._schedd.act, self._h.JobAction.Remove,
-                            list(job_ids), reason=(reason, 0) if reason else None)
-        return {k: _plain(v) for k, v in result.items()}
+        return dict(self._call("remove", "remove", job_ids=list(job_ids), reason=reason))
 
     def edit(self, job_ids: Sequence[str], attribute: str, value: str) -> int:
-        return int(self._call("edit", self._schedd.edit, list(job_ids), attribute, value) or 0)
+        return int(self._call("edit", "edit", job_ids=list(job_ids), attribute=attribute,
+                              value=value) or 0)
 
     def query(self, constraint: str = "true",
               projection: Sequence[str] = ()) -> list[dict[str, Any]]:
-        ads = self._call("query", self._schedd.query, constraint, list(projection))
-        return [{k: _plain(v) for k, v in ad.items()} for ad in ads]
+        return list(self._call("query", "query", constraint=constraint,
+                               projection=list(projection)))
 
     def history(self, constraint: str = "true", projection: Sequence[str] = (),
                 match: int = -1) -> list[dict[str, Any]]:
-        ads = self._call("history", self._schedd.history, constraint, list(projection),
-                         match=match)
-        return [{k: _plain(v) for k, v in ad.items()} for ad in ads]
+        return list(self._call("history", "history", constraint=constraint,
+                               projection=list(projection), match=match))
 
     def slot_ads(self, constraint: str = "true",
                  projection: Sequence[str] = ()) -> list[dict[str, Any]]:
-        collector = self._h.Collector(self._collector) if self._collector else self._h.Collector()
-        ads = self._call("slot query", collector.query, self._h.AdType.Startd, constraint,
-                         list(projection))
-        return [{k: _plain(v) for k, v in ad.items()} for ad in ads]
+        return list(self._call("slot query", "slot_ads", constraint=constraint,
+                               projection=list(projection)))
 
     def daemon_version(self) -> str:
         return str(self._ad.get("CondorVersion", ""))
 
     def client_version(self) -> str:
-        return str(self._h.version())
+        return self._client_version
 
+    def close(self) -> None:
+        """End the bindings' worker process."""
+        self._calls.close()

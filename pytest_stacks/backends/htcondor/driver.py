@@ -92,6 +92,7 @@ class HTCondorClient:
         self._run_dir = Path(run_dir)
         self._job_root = self._run_dir / "htcondor" / self._stack
         self._shared = _shared or Shared()
+        self._owned: BindingsSchedd | None = None
         self._sandboxes = ({} if isinstance(stack, str)
                            else containers.stack_sandboxes(stack))
 
@@ -107,7 +108,9 @@ class HTCondorClient:
         name = stack.options.get("schedd_name")
         schedd = BindingsSchedd.connect(collector, Path(token_dir),
                                         str(name) if name else None)
-        return cls(schedd, stack, run_dir)
+        client = cls(schedd, stack, run_dir)
+        client._owned = schedd  # its bindings worker ends with this client, not a sibling
+        return client
 
     def with_options(self, *, output_retrieval: str) -> HTCondorClient:
         """A sibling client on the same schedd (and the same job records), other options."""
@@ -384,4 +387,7 @@ class HTCondorClient:
         return describe_jobs(self._schedd, self._shared.jobs, [h.job_id for h in handles])
 
     def close(self) -> None:
-        """Nothing to release: the schedd connection is per call; the fake has its owner."""
+        """The bindings' worker process of a client made by :meth:`for_pool` ends (siblings
+        from :meth:`with_options` share it and release nothing); the fake has its owner."""
+        if self._owned is not None:
+            self._owned.close()

@@ -30,6 +30,9 @@ WORDS = OutageWords(
         # on htcondor-25, its schedd SIGKILLed) could not resume the cached one.
         Phrase(r"SECMAN:200[347]", SCHEDD),
         Phrase(r"SECMAN:.*(timed out|connection refused|failed to connect)", SCHEDD),
+        # pytest-stacks' own words for a bindings call it ended after its deadline (.bounded).
+        Phrase(r"the schedd did not answer within \d+ s", SCHEDD),
+        Phrase(r"the bindings worker (exited|is gone)", SCHEDD),
     ),
     refused=(
         # A constraint the schedd cannot parse, as the 25.14 bindings say it (no errmsg).

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from pytest_stacks.backends.slurm import containers
+from pytest_stacks.backends.slurm import containers, nodes
 from pytest_stacks.backends.slurm.driver import SlurmClient
 from pytest_stacks.contract import JobClient
 from pytest_stacks.gobuild import GoModuleBuild
@@ -15,8 +15,6 @@ from pytest_stacks.polling import poll_until
 from pytest_stacks.transports import Transport
 
 READY_STATES = frozenset({"idle", "mix", "alloc"})
-#: sinfo's short states of a node that cannot run work (``down*``: down, not responding).
-DOWN_STATES = ("down", "fail", "drain", "drng", "unk", "boot", "pow")
 LOG_FILES = ("/var/log/slurm/slurmctld.log", "/var/log/slurm/slurmd.log",
              "/var/log/slurm/jobcomp.log")
 
@@ -54,19 +52,21 @@ class SlurmComposeAdapter:
 
     def liveness(self, transport: Transport) -> str:
         """Whether Slurm can still serve, asked after a test failed on the stack: "" when
-        slurmctld answers ``scontrol ping`` UP and no node is DOWN (or not responding, a
-        trailing ``*``); else the fault, in Slurm's own words. Bounded: 10 s a question."""
+        slurmctld answers ``scontrol ping`` UP and every node the stack declares (sinfo lists
+        the nodes of its slurm.conf) can take work; else the fault, in Slurm's own words: the
+        node by name, its state and Slurm's reason (:mod:`.nodes`). A sinfo that cannot
+        answer is a fault too (fail closed). Bounded: 10 s a question."""
         ping = transport.run(["scontrol", "ping"], timeout=10)
         said = " ".join((ping.stdout + ping.stderr).split())[:300]
         if not ping.ok or "UP" not in ping.stdout or "DOWN" in ping.stdout:
             return f"slurmctld not responding (scontrol ping: {said or f'exit {ping.returncode}'})"
-        nodes = transport.run(["sinfo", "-h", "-N", "-o", "%N %t"], timeout=10)
-        down = sorted(f"{n}={s}" for n, s in (line.split()[:2] for line in
-                                              nodes.stdout.splitlines() if len(line.split()) > 1)
-                      if s.endswith("*") or s.rstrip("*~#!%$@^-").startswith(DOWN_STATES))
-        if down:
-            return f"node DOWN (sinfo: {' '.join(down)})"
-        return ""
+        answer = transport.run(list(nodes.SINFO_ARGV), timeout=10)
+        if not answer.ok:
+            words = " ".join((answer.stderr or answer.stdout).split())[:300]
+            return f"sinfo cannot list the nodes ({words or f'exit {answer.returncode}'})"
+        if not nodes.listed(answer.stdout):
+            return "sinfo lists no node: the stack has nothing to run jobs on"
+        return "; ".join(str(fault) for fault in nodes.not_up(answer.stdout))
 
     def prepare(self, stack: Stack, transport: Transport, run_dir: Path,
                 ports: dict[str, int]) -> dict[str, str]:
