@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.manifests import fake_slurm
+from tests.manifests import Project, fake_slurm
 
 pytest_plugins = ["pytester"]
 
@@ -18,12 +18,8 @@ def test_a(backend, stack):
 """
 
 
-@pytest.fixture
-def project(pytester: pytest.Pytester) -> pytest.Pytester:
-    pytester.makefile(".yaml", manifest=MANIFEST)
-    pytester.makeini("[pytest]\nstacks_manifest = manifest.yaml\nstacks_unproven = warn\n")
-    pytester.makepyfile(test_user=TESTS)
-    return pytester
+PROJECT = Project(MANIFEST, ini="stacks_manifest = manifest.yaml\nstacks_unproven = warn\n",
+                  pyfiles={"test_user": TESTS})
 
 
 @pytest.mark.parametrize("bad", ["-1", "1.5", "", "many", " "])
