@@ -17,6 +17,12 @@ from typing import Any, Protocol, runtime_checkable
 from pytest_stacks.errors import BackendCallError
 from pytest_stacks.polling import poll_until
 
+#: What a client library and its tests import; everything else here is the module's own.
+__all__ = ["TERMINAL", "ActionResult", "BackendCallError", "ChannelTap", "Housekeeper",
+           "JobClient", "JobHandle", "JobSpec", "JobState", "JobStatus", "Killer", "LiveQueue",
+           "OutputResult", "OutputRetriever", "Purger", "StatusReporter", "SubmitResult",
+           "Submitter", "Tappable", "submitted", "wait_for"]
+
 
 class JobState(StrEnum):
     PENDING = "pending"

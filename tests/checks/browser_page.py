@@ -14,6 +14,7 @@ import contextlib
 import json
 import os
 import select
+import shutil
 import signal
 import subprocess
 import time
@@ -22,6 +23,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 from typing import Any
+
+import pytest
+
+#: CI sets it: a checker that is not installed fails the test instead of skipping it.
+REQUIRE = os.environ.get("PYTEST_STACKS_REQUIRE_CHECKERS") == "1"
+
+
+def chromium() -> str:
+    """The Chromium to drive; without one the test skips (fails where CI requires it)."""
+    found = shutil.which("chromium")
+    if found:
+        return found
+    message = "chromium is not installed: run scripts/install-chromium.sh"
+    if REQUIRE:
+        pytest.fail(message + " (PYTEST_STACKS_REQUIRE_CHECKERS=1)", pytrace=False)
+    pytest.skip(message)
 
 
 class DevToolsError(RuntimeError):

@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -20,7 +19,7 @@ from typing import Any
 import pytest
 
 from pytest_stacks.plugin import allure as allure_support
-from tests.checks.browser_page import rendered_dom
+from tests.checks.browser_page import chromium, rendered_dom
 
 pytest_plugins = ["pytester"]
 
@@ -203,12 +202,7 @@ def test_the_shipped_config_makes_the_tree_read_stack_first(allure_results: Path
     """The allurerc.mjs pytest-stacks writes beside the results: the Awesome report, opened
     in headless Chromium, shows the stacks as the top level of its tree (by default every
     result sits under "tests"), and keeps the categories."""
-    chromium = shutil.which("chromium")
-    if chromium is None:
-        message = "chromium is not installed: run scripts/install-chromium.sh"
-        if REQUIRE:
-            pytest.fail(message, pytrace=False)
-        pytest.skip(message)
+    browser = chromium()
     config = allure_results / "allurerc.mjs"
     assert config.is_file()
     cwd = allure_results.parent
@@ -219,7 +213,7 @@ def test_the_shipped_config_makes_the_tree_read_stack_first(allure_results: Path
     page = cwd / "stack-report" / "index.html"
     # The tree is drawn by the page's scripts: the DOM is read until it is there, in real time
     # (a virtual-time budget ran out before it on a loaded machine: browser_page.py).
-    rendered = rendered_dom(chromium, page.as_uri(), cwd / "profile",
+    rendered = rendered_dom(browser, page.as_uri(), cwd / "profile",
                             lambda html: "Order Earliest" in _shown(html),
                             at_document_start=SINGLE_FILE_DATA_FIRST)
     shown = _shown(rendered.dom)

@@ -8,30 +8,16 @@ test skips, unless ``PYTEST_STACKS_REQUIRE_CHECKERS=1`` is set (as in CI), where
 
 from __future__ import annotations
 
-import os
-import shutil
 import subprocess
 from html.parser import HTMLParser
 from pathlib import Path
 
-import pytest
-
 from pytest_stacks.verdicts import render
 from pytest_stacks.verdicts.merge import Cell, Compatibility, Failure, Row
+from tests.checks.browser_page import chromium
 
-REQUIRE = os.environ.get("PYTEST_STACKS_REQUIRE_CHECKERS") == "1"
 EVIL = "tests/test_io.py::test_fetch[<b>bold</b>&amp;]"
 CAPS = ("submit", "outputs", "outputs.repeatable")
-
-
-def _chromium() -> str:
-    found = shutil.which("chromium")
-    if found:
-        return found
-    message = "chromium is not installed: run scripts/install-chromium.sh"
-    if REQUIRE:
-        pytest.fail(message + " (PYTEST_STACKS_REQUIRE_CHECKERS=1)", pytrace=False)
-    pytest.skip(message)
 
 
 def _row(stack: str, version: str, role: str, verdict: str, cells: dict[str, Cell],
@@ -100,11 +86,11 @@ class _Table(HTMLParser):
 
 
 def test_the_report_renders_in_chromium(tmp_path: Path) -> None:
-    chromium = _chromium()
+    browser = chromium()
     page = tmp_path / "report.html"
     page.write_text(render.html_page(MODEL), encoding="utf-8")
     result = subprocess.run(
-        [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+        [browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
          f"--user-data-dir={tmp_path / 'profile'}", "--dump-dom", page.as_uri()],
         capture_output=True, text=True, timeout=90, check=False)
     assert result.returncode == 0, result.stderr[-3000:]

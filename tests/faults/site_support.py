@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from tests.faults import test_lifecycle_faults as lifecycle_faults
+from tests.faults.sessions import NEEDS_ENGINE
 
 REPO = Path(__file__).resolve().parents[2]
 CLI = str(Path(sys.executable).parent / "pytest-stacks")
@@ -24,7 +24,7 @@ T = TypeVar("T")
 
 
 #: The lifecycle fault tests' own rule: skip without an engine, unless CI requires one.
-ENGINE = lifecycle_faults.pytestmark
+ENGINE = NEEDS_ENGINE
 
 
 @contextlib.contextmanager

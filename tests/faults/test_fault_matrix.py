@@ -13,15 +13,15 @@ engine; without one they skip, unless PYTEST_STACKS_REQUIRE_DOCKER=1 makes that 
 from __future__ import annotations
 
 import json
-import os
 import re
-import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
+from tests.faults.sessions import NEEDS_ENGINE
 
 REPO = Path(__file__).resolve().parents[2]
 PID_LABEL = "io.pytest-stacks.owner-pid"
@@ -31,14 +31,7 @@ PID_LABEL = "io.pytest-stacks.owner-pid"
 AFTER_THE_FAULT_S = 90.0
 
 
-def _engine() -> bool:
-    return shutil.which("docker") is not None and subprocess.run(
-        ["docker", "info"], capture_output=True, check=False).returncode == 0
-
-
-pytestmark = pytest.mark.skipif(
-    not _engine() and os.environ.get("PYTEST_STACKS_REQUIRE_DOCKER") != "1",
-    reason="no Docker engine (scripts/setup.sh installs one)")
+pytestmark = NEEDS_ENGINE
 
 CONFTEST = """
 import time

@@ -17,14 +17,12 @@ from pathlib import Path
 import pytest
 
 from pytest_stacks.manifest import load
-from tests.faults.test_lifecycle_faults import _engine, _start_long
+from tests.faults.sessions import NEEDS_ENGINE, start_long
 
 STACK = "kind-1.36-local-mpi-0.8"
 REPO = Path(__file__).resolve().parents[2]
 
-pytestmark = [pytest.mark.kubernetes_builds, pytest.mark.skipif(
-    not _engine() and os.environ.get("PYTEST_STACKS_REQUIRE_DOCKER") != "1",
-    reason="no Docker engine (scripts/setup.sh installs one)")]
+pytestmark = [pytest.mark.kubernetes_builds, NEEDS_ENGINE]
 
 
 PID_LABEL = "io.pytest-stacks.owner-pid"
@@ -61,8 +59,8 @@ def _nodes() -> int:
 
 def _start(tmp_path: Path) -> subprocess.Popen[str]:
     """A session in its long test on the kind stack; the cluster's network carries the
-    session's owner labels, which ``_start_long`` checks."""
-    proc, _ = _start_long(tmp_path, STACK, wait=1200)  # a new machine builds the image first
+    session's owner labels, which ``start_long`` checks."""
+    proc, _ = start_long(tmp_path, STACK, wait=1200)  # a new machine builds the image first
     return proc
 
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
@@ -18,30 +17,18 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
-STACK = "slurm-24.11"
-RUN_LABEL = "io.pytest-stacks.run"
-PID_LABEL = "io.pytest-stacks.owner-pid"
+from tests.faults.sessions import (
+    NEEDS_ENGINE,
+    REPO,
+    RUN_LABEL,
+    STACK,
+    ctrl_c_as_a_terminal,
+    owned_resources,
+    run_argv,
+    start_long,
+)
 
-
-def _engine() -> bool:
-    return shutil.which("docker") is not None and subprocess.run(
-        ["docker", "info"], capture_output=True, check=False).returncode == 0
-
-
-pytestmark = pytest.mark.skipif(
-    not _engine() and os.environ.get("PYTEST_STACKS_REQUIRE_DOCKER") != "1",
-    reason="no Docker engine (scripts/setup.sh installs one)")
-
-
-def _resources(owner_pid: int) -> list[str]:
-    found = []
-    for kind in ("ps -aq", "network ls -q", "volume ls -q"):
-        out = subprocess.run(["docker", *kind.split(), "--filter",
-                              f"label={PID_LABEL}={owner_pid}"],
-                             capture_output=True, text=True, check=True).stdout.split()
-        found += [f"{kind.split()[0]}:{x}" for x in out]
-    return found
+pytestmark = NEEDS_ENGINE
 
 
 def _in_no_container(pid: str) -> bool:
@@ -52,55 +39,13 @@ def _in_no_container(pid: str) -> bool:
         return False
 
 
-def _project(tmp_path: Path, body: str, manifest: Path | None = None) -> list[str]:
-    tmp_path.mkdir(parents=True, exist_ok=True)
-    (tmp_path / "pytest.ini").write_text("[pytest]\n")
-    (tmp_path / "test_fault.py").write_text(body)
-    return [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-            f"--stack-manifest={manifest or REPO / 'manifest.yaml'}", str(tmp_path)]
-
-
-LONG_TEST = """
-import pathlib, time
-def test_long(backend, stack):
-    pathlib.Path(r"{marker}").write_text("started")
-    time.sleep(600)
-"""
-
-
-def _ctrl_c_as_a_terminal() -> None:
-    """SIGINT as a terminal delivers it: a caller that runs these tests in the background of a
-    shell without job control has SIGINT ignored, and an ignored signal stays ignored across
-    exec, so the session under test would never see Ctrl-C at all."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-
-
-def _start_long(tmp_path: Path, stack: str = STACK, wait: float = 600,
-                ) -> tuple[subprocess.Popen[str], Path]:
-    """A session whose one test runs for 10 minutes, once it has reached that test (within
-    ``wait`` seconds: a stack built on first use needs longer)."""
-    marker = tmp_path / "started"
-    cmd = [*_project(tmp_path, LONG_TEST.format(marker=marker)), f"--stack={stack}"]
-    proc = subprocess.Popen(cmd, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True, start_new_session=True, preexec_fn=_ctrl_c_as_a_terminal)
-    deadline = time.monotonic() + wait
-    while not marker.exists():
-        if proc.poll() is not None or time.monotonic() > deadline:
-            out = proc.stdout.read() if proc.stdout else ""
-            proc.kill()
-            pytest.fail(f"the session never reached its test:\n{out[-3000:]}")
-        time.sleep(0.5)
-    assert _resources(proc.pid), "a running session must own labelled resources"
-    return proc, marker
-
-
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
 def test_interrupt_tears_down(tmp_path: Path, sig: signal.Signals) -> None:
-    proc, _ = _start_long(tmp_path)
+    proc, _ = start_long(tmp_path)
     os.killpg(proc.pid, sig)
     out, _ = proc.communicate(timeout=180)
     assert proc.returncode != 0
-    assert _resources(proc.pid) == [], out[-3000:]
+    assert owned_resources(proc.pid) == [], out[-3000:]
 
 
 @pytest.mark.exclusive  # a concurrent run's bring-up would reap the dead run's resources first
@@ -109,17 +54,17 @@ def test_sigkill_leftovers_are_reaped_by_the_next_run(tmp_path: Path, stack: str
     """For the Kubernetes stack the whole plane (etcd, apiserver, the run's namespace and
     every object in it, the operator) lives in the labelled container, so reaping it reaps
     them all."""
-    proc, _ = _start_long(tmp_path / "dead", stack)
+    proc, _ = start_long(tmp_path / "dead", stack)
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait(timeout=60)
-    assert _resources(proc.pid), "SIGKILL cannot tear down: the resources must still be there"
+    assert owned_resources(proc.pid), "SIGKILL cannot tear down: the resources must still be there"
     survivor = tmp_path / "next"
     survivor.mkdir()
-    cmd = [*_project(survivor, "def test_ok(backend):\n    pass\n"), f"--stack={stack}"]
+    cmd = [*run_argv(survivor, "def test_ok(backend):\n    pass\n"), f"--stack={stack}"]
     result = subprocess.run(cmd, cwd=survivor, capture_output=True, text=True, timeout=600,
                             check=False)
     assert result.returncode == 0, result.stdout[-3000:]
-    assert _resources(proc.pid) == [], "the next run must reap what the dead run left"
+    assert owned_resources(proc.pid) == [], "the next run must reap what the dead run left"
     leftover = subprocess.run(["pgrep", "-f", "kube-apiserver|mpi-operator|kwok"],
                               capture_output=True, text=True, check=False).stdout.split()
     assert not [pid for pid in leftover if _in_no_container(pid)], "plane processes leaked"
@@ -135,14 +80,14 @@ def test_two_concurrent_sessions_on_the_same_stack(tmp_path: Path) -> None:
     for name in ("a", "b"):
         where = tmp_path / name
         where.mkdir()
-        procs.append(subprocess.Popen([*_project(where, body), f"--stack={STACK}"], cwd=where,
+        procs.append(subprocess.Popen([*run_argv(where, body), f"--stack={STACK}"], cwd=where,
                                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                       text=True))
     outs = [p.communicate(timeout=600)[0] for p in procs]
     for proc, out in zip(procs, outs, strict=True):
         assert proc.returncode == 0, out[-3000:]
         assert "1 passed" in out
-        assert _resources(proc.pid) == []
+        assert owned_resources(proc.pid) == []
 
 
 def test_xdist_workers_share_one_stack(tmp_path: Path) -> None:
@@ -152,7 +97,7 @@ def test_xdist_workers_share_one_stack(tmp_path: Path) -> None:
         f"    pathlib.Path(r'{tmp_path}', 'seen-' + os.environ.get('PYTEST_XDIST_WORKER', 'main'))"
         ".write_text(info['container'])\n")
     body = "".join(f"def test_{i}(backend):\n    pass\n" for i in range(6))
-    cmd = [*_project(tmp_path, body), f"--stack={STACK}", "-n", "2"]
+    cmd = [*run_argv(tmp_path, body), f"--stack={STACK}", "-n", "2"]
     result = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=600,
                             check=False)
     assert result.returncode == 0, result.stdout[-3000:]
@@ -213,7 +158,7 @@ def test_broken_dockerfile_gives_the_clear_build_error(tmp_path: Path) -> None:
     work = tmp_path / "proj"
     work.mkdir()
     before = _docker_objects()
-    cmd = [*_project(work, "def test_x(backend):\n    pass\n", manifest), "--stack=broken-slurm"]
+    cmd = [*run_argv(work, "def test_x(backend):\n    pass\n", manifest), "--stack=broken-slurm"]
     result = subprocess.run(cmd, cwd=work, capture_output=True, text=True, timeout=600,
                             check=False)
     out = result.stdout
@@ -237,7 +182,7 @@ def test_daemon_that_never_gets_ready_fails_at_its_timeout_with_logs(tmp_path: P
         ready_timeout=8, dead_peer=True)
     work = tmp_path / "proj"
     work.mkdir()
-    cmd = [*_project(work, "def test_x(backend):\n    pass\n", manifest), "--stack=broken-slurm"]
+    cmd = [*run_argv(work, "def test_x(backend):\n    pass\n", manifest), "--stack=broken-slurm"]
     proc = subprocess.run(cmd, cwd=work, capture_output=True, text=True, timeout=600,
                           check=False)
     out = proc.stdout
@@ -273,7 +218,7 @@ def test_htcondor_token_is_private_never_printed_and_failures_carry_diagnostics(
     leak = tmp_path / "token-value"
     work = tmp_path / "proj"
     junit = tmp_path / "report.xml"
-    cmd = [*_project(work, CREDENTIAL_TEST.format(leak=leak)), "--stack=htcondor-23.9",
+    cmd = [*run_argv(work, CREDENTIAL_TEST.format(leak=leak)), "--stack=htcondor-23.9",
            f"--junitxml={junit}", "-rA"]
     result = subprocess.run(cmd, cwd=work, capture_output=True, text=True, timeout=900,
                             check=False)
@@ -299,11 +244,11 @@ def test_ctrl_c_during_bring_up_leaves_nothing(tmp_path: Path) -> None:
         tmp_path, "ARG BASE_IMAGE\nFROM ${BASE_IMAGE}\n"
                   "CMD [\"sh\", \"-c\", \"echo never-ready; sleep 600\"]\n", ready_timeout=300)
     work = tmp_path / "proj"
-    cmd = [*_project(work, "def test_x(backend):\n    pass\n", manifest), "--stack=broken-slurm"]
+    cmd = [*run_argv(work, "def test_x(backend):\n    pass\n", manifest), "--stack=broken-slurm"]
     proc = subprocess.Popen(cmd, cwd=work, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True, start_new_session=True, preexec_fn=_ctrl_c_as_a_terminal)
+                            text=True, start_new_session=True, preexec_fn=ctrl_c_as_a_terminal)
     deadline = time.monotonic() + 300
-    while not _resources(proc.pid):
+    while not owned_resources(proc.pid):
         if proc.poll() is not None or time.monotonic() > deadline:
             out = proc.stdout.read() if proc.stdout else ""
             proc.kill()
@@ -313,7 +258,7 @@ def test_ctrl_c_during_bring_up_leaves_nothing(tmp_path: Path) -> None:
     os.killpg(proc.pid, signal.SIGINT)
     out, _ = proc.communicate(timeout=180)
     assert proc.returncode != 0
-    assert _resources(proc.pid) == [], out[-3000:]
+    assert owned_resources(proc.pid) == [], out[-3000:]
 
 
 KILLED_MID_RUN = """
@@ -335,7 +280,7 @@ def test_3_after(backend, stack):
 
 
 def test_a_stack_killed_mid_run_is_infra_for_its_tests_and_others_go_on(tmp_path: Path) -> None:
-    cmd = [*_project(tmp_path, KILLED_MID_RUN), f"--stack={STACK}", "--stack=fake-slurm",
+    cmd = [*run_argv(tmp_path, KILLED_MID_RUN), f"--stack={STACK}", "--stack=fake-slurm",
            "-p", "no:randomly", "-rA"]
     proc = subprocess.Popen(cmd, cwd=tmp_path, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True)
@@ -346,7 +291,7 @@ def test_a_stack_killed_mid_run_is_infra_for_its_tests_and_others_go_on(tmp_path
     assert re.match(r"4 passed(, \d+ warnings?)?, 2 infra in ", out.splitlines()[-1]), out[-4000:]
     assert "the stack died during the run" in out and "is exited (exit code 137)" in out
     assert "PASSED test_fault.py::test_3_after[fake-slurm]" in out
-    assert _resources(proc.pid) == [], "the dead stack's resources must be torn down"
+    assert owned_resources(proc.pid) == [], "the dead stack's resources must be torn down"
 
 
 WORKER_DIES = """
@@ -369,14 +314,14 @@ def test_3(backend, stack):
 
 
 def test_a_worker_that_dies_fails_the_run_by_name_and_leaks_nothing(tmp_path: Path) -> None:
-    cmd = [*_project(tmp_path, WORKER_DIES), f"--stack={STACK}", "-n", "2", "-p", "no:randomly"]
+    cmd = [*run_argv(tmp_path, WORKER_DIES), f"--stack={STACK}", "-n", "2", "-p", "no:randomly"]
     proc = subprocess.Popen(cmd, cwd=tmp_path, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True)
     out, _ = proc.communicate(timeout=600)
     assert proc.returncode == 1, out[-4000:]
     assert re.search(r"worker 'gw\d' crashed while running '.*test_1_worker_dies", out), out[-4000:]
     assert "3 passed" in out.splitlines()[-1], out[-3000:]
-    assert _resources(proc.pid) == [], "the controller must tear the stack down once"
+    assert owned_resources(proc.pid) == [], "the controller must tear the stack down once"
     downs = out.count("teardown not proven")
     assert downs == 0, out[-3000:]
 
@@ -385,7 +330,7 @@ def test_a_stack_a_test_failed_on_is_kept_on_request_until_down(tmp_path: Path) 
     """--stack-keep=on-failure: the stack stays up and reachable as the run says, a later
     run's reaper leaves it alone, and `pytest-stacks down NAME` ends it, proven."""
     work = tmp_path / "failing"
-    cmd = [*_project(work, "def test_fails(backend, stack):\n    assert False, 'look'\n"),
+    cmd = [*run_argv(work, "def test_fails(backend, stack):\n    assert False, 'look'\n"),
            f"--stack={STACK}", "--stack-keep=on-failure"]
     failed = subprocess.run(cmd, cwd=work, capture_output=True, text=True, timeout=600,
                             check=False)
@@ -402,7 +347,7 @@ def test_a_stack_a_test_failed_on_is_kept_on_request_until_down(tmp_path: Path) 
                            text=True, check=False)
     assert reach.returncode == 0 and "slurm" in reach.stdout, reach
     later = tmp_path / "later"
-    ok = subprocess.run([*_project(later, "def test_ok(backend):\n    pass\n"),
+    ok = subprocess.run([*run_argv(later, "def test_ok(backend):\n    pass\n"),
                          f"--stack={STACK}"], cwd=later, capture_output=True, text=True,
                         timeout=600, check=False)
     assert ok.returncode == 0, ok.stdout[-3000:]

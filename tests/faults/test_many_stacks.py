@@ -19,19 +19,14 @@ from pathlib import Path
 
 import pytest
 
+from tests.faults.sessions import NEEDS_ENGINE, engine_answers
+
 REPO = Path(__file__).resolve().parents[2]
 STACKS = ("slurm-24.11", "slurm-26.05")
 PID_LABEL = "io.pytest-stacks.owner-pid"
 
 
-def _engine() -> bool:
-    return shutil.which("docker") is not None and subprocess.run(
-        ["docker", "info"], capture_output=True, check=False).returncode == 0
-
-
-pytestmark = pytest.mark.skipif(
-    not _engine() and os.environ.get("PYTEST_STACKS_REQUIRE_DOCKER") != "1",
-    reason="no Docker engine (scripts/setup.sh installs one)")
+pytestmark = NEEDS_ENGINE
 
 
 def _project(where: Path, body: str, *stacks: str) -> list[str]:
@@ -217,7 +212,7 @@ def _restart_engine() -> None:
 def _wait_for_engine(timeout: float = 90) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if _engine():
+        if engine_answers():
             return
         time.sleep(0.5)
     pytest.fail("the Docker engine did not come back after the restart")

@@ -10,9 +10,10 @@ import subprocess
 from pathlib import Path
 
 from pytest_stacks.providers.labels import LABEL_STACK
-from tests.faults.test_lifecycle_faults import _project, pytestmark  # noqa: F401
+from tests.faults.sessions import NEEDS_ENGINE, run_argv
 
 REPO = Path(__file__).resolve().parents[2]
+pytestmark = NEEDS_ENGINE
 GONE = "25.0.0+dfsg-0"  # no Debian suite has carried this condor version
 
 MANIFEST = f"""\
@@ -31,7 +32,7 @@ def test_a_pin_gone_from_sid_fails_the_build_with_both_versions_and_the_fix(
         tmp_path: Path) -> None:
     manifest = tmp_path / "manifest.yaml"
     manifest.write_text(MANIFEST)
-    cmd = [*_project(tmp_path / "p", "def test_x(backend):\n    pass\n", manifest),
+    cmd = [*run_argv(tmp_path / "p", "def test_x(backend):\n    pass\n", manifest),
            "--stack=my-htcondor"]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=900, check=False)
     out = done.stdout + done.stderr

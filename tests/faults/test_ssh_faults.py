@@ -9,30 +9,20 @@ without one unless PYTEST_STACKS_REQUIRE_DOCKER=1.
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 from pytest_stacks.providers.labels import LABEL_OWNER_PID, LABEL_OWNER_START, owner_alive
+from tests.faults.sessions import NEEDS_ENGINE
 
 REPO = Path(__file__).resolve().parents[2]
 DIRECT, JUMP = "slurm-26.05-cluster-ssh", "slurm-26.05-cluster-jump"
 PID_LABEL = "io.pytest-stacks.owner-pid"
 
 
-def _engine() -> bool:
-    return shutil.which("docker") is not None and subprocess.run(
-        ["docker", "info"], capture_output=True, check=False).returncode == 0
-
-
-pytestmark = pytest.mark.skipif(
-    not _engine() and os.environ.get("PYTEST_STACKS_REQUIRE_DOCKER") != "1",
-    reason="no Docker engine (scripts/setup.sh installs one)")
+pytestmark = NEEDS_ENGINE
 
 
 def _run(where: Path, body: str, stack: str, *extra: str) -> subprocess.CompletedProcess[str]:

@@ -15,13 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.faults.test_lifecycle_faults import _engine, _project
+from tests.faults.sessions import NEEDS_ENGINE, run_argv
 
 REPO = Path(__file__).resolve().parents[2]
 
-pytestmark = pytest.mark.skipif(
-    not _engine() and __import__("os").environ.get("PYTEST_STACKS_REQUIRE_DOCKER") != "1",
-    reason="no Docker engine (scripts/setup.sh installs one)")
+pytestmark = NEEDS_ENGINE
 
 
 def _registry_reachable() -> bool:
@@ -32,7 +30,7 @@ def _registry_reachable() -> bool:
 @pytest.mark.skipif("_registry_reachable()", reason="a registry is reachable: the image can "
                                                     "be pulled, so there is no fast failure")
 def test_upstream_stack_fails_fast_without_a_registry(tmp_path: Path) -> None:
-    cmd = [*_project(tmp_path, "def test_x(backend):\n    pass\n"), "--stack=htcondor-25-mini"]
+    cmd = [*run_argv(tmp_path, "def test_x(backend):\n    pass\n"), "--stack=htcondor-25-mini"]
     started = time.monotonic()
     result = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=120,
                             check=False)

@@ -17,53 +17,11 @@ from typing import Any
 import pytest
 
 from pytest_stacks.plugin import allure as allure_support
+from tests.manifests import Project, slurm_trio
 
 pytest_plugins = ["pytester"]
 
-MANIFEST = """
-version: 1
-capabilities:
-  submit: s
-  status: t
-  outputs: o
-  logs: l
-  mpi: m
-backends:
-  slurm:
-    window: {anchor: "22.05", leading_edge: "26.05"}
-stacks:
-  - name: fake-slurm
-    backend: slurm
-    version: "24.11.5"
-    provider: fake
-    transport: local
-    configuration: single-node
-    capabilities: [submit, status, outputs, logs]
-    lanes: [pr]
-    # Finished jobs stay in the queue as long as a real slurmctld's default MinJobAge:
-    # the scheduler view is read after the test, and a loaded machine took more than
-    # the fake's default second to get there (a cold .ci/run: "Invalid job id").
-    options: {min_job_age: 300}
-  - name: fake-slurm-20.11
-    backend: slurm
-    version: "20.11.4"
-    provider: fake
-    transport: local
-    configuration: single-node
-    capabilities: [submit, status]
-    lanes: [full]
-  - name: broken-slurm
-    description: No slot to run on, so its probe job never finishes.
-    backend: slurm
-    version: "24.11.5"
-    provider: fake
-    transport: local
-    configuration: default
-    capabilities: [submit, status, mpi]
-    lanes: [full]
-    options: {slots: 0}
-    timeouts: {job: 0.5}
-"""
+MANIFEST = slurm_trio(("submit", "status", "outputs", "logs"), mpi_operator=False)
 
 TESTS = """
 import pytest
@@ -90,12 +48,7 @@ def test_plain():
 """
 
 
-@pytest.fixture
-def project(pytester: pytest.Pytester) -> pytest.Pytester:
-    pytester.makefile(".yaml", manifest=MANIFEST)
-    pytester.makeini("[pytest]\nstacks_manifest = manifest.yaml\n")
-    pytester.makepyfile(test_user=TESTS)
-    return pytester
+PROJECT = Project(MANIFEST, pyfiles={"test_user": TESTS})
 
 
 def results(alluredir: Path) -> dict[str, dict[str, Any]]:

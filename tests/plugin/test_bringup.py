@@ -7,49 +7,11 @@ import re
 
 import pytest
 
+from tests.manifests import Project, slurm_trio, stack
+
 pytest_plugins = ["pytester"]
 
-MANIFEST = """
-version: 1
-capabilities:
-  submit: s
-  status: t
-  outputs: o
-  mpi: m
-backends:
-  slurm:
-    window: {anchor: "22.05", leading_edge: "26.05"}
-  mpi-operator:
-    window: {anchor: "0.8", leading_edge: "0.8"}
-stacks:
-  - name: fake-slurm
-    backend: slurm
-    version: "24.11.5"
-    provider: fake
-    transport: local
-    configuration: single-node
-    capabilities: [submit, status, outputs]
-    lanes: [pr]
-  - name: fake-slurm-20.11
-    backend: slurm
-    version: "20.11.4"
-    provider: fake
-    transport: local
-    configuration: single-node
-    capabilities: [submit, status]
-    lanes: [full]
-  - name: broken-slurm
-    description: No slot to run on, so its probe job never finishes.
-    backend: slurm
-    version: "24.11.5"
-    provider: fake
-    transport: local
-    configuration: default
-    capabilities: [submit, status, mpi]
-    lanes: [full]
-    options: {slots: 0}
-    timeouts: {job: 0.5}
-"""
+MANIFEST = slurm_trio(keep_jobs=False)
 
 
 TESTS = """
@@ -64,13 +26,9 @@ def test_c(backend, stack):
 """
 
 
-@pytest.fixture
-def project(pytester: pytest.Pytester) -> pytest.Pytester:
-    pytester.makefile(".yaml", manifest=MANIFEST)
-    # Not about capabilities: these tests prove none, and say so without failing.
-    pytester.makeini("[pytest]\nstacks_manifest = manifest.yaml\nstacks_unproven = warn\n")
-    pytester.makepyfile(test_user=TESTS)
-    return pytester
+# Not about capabilities: these tests prove none, and say so without failing.
+PROJECT = Project(MANIFEST, ini="stacks_manifest = manifest.yaml\nstacks_unproven = warn\n",
+                  pyfiles={"test_user": TESTS})
 
 
 @pytest.mark.parametrize("bad", ["0", "-2"])
@@ -133,18 +91,10 @@ def test_the_scope_is_the_stack_named_in_the_parameters(nodeid: str, scope: str)
     assert stack_scope(nodeid, ["slurm-24.11", "fake-slurm-24.11"]) == scope
 
 
-SLOW_SITE = """
-  - name: slow-site
-    description: A compose stack whose bring-up is replaced by a slow one (conftest).
-    backend: slurm
-    version: "24.11.5"
-    provider: compose
-    transport: local
-    configuration: default
-    capabilities: [submit, status]
-    lanes: [full]
-    compose: {directory: ., service: slurm}
-"""
+SLOW_SITE = stack("slow-site", description="A compose stack whose bring-up is replaced by a "
+                  "slow one (conftest).", provider="compose", configuration="default",
+                  capabilities=("submit", "status"), lanes=("full",),
+                  compose="{directory: ., service: slurm}")
 
 SLOW_UP = """
 import time

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.manifests import fake_slurm
+from tests.manifests import Project, fake_slurm
 from tests.unit.refusing_disk import REFUSALS, SAID, full_disk, leftovers, refusing
 
 pytest_plugins = ["pytester"]
@@ -26,12 +26,7 @@ def test_submits(backend, stack):
 """
 
 
-@pytest.fixture
-def project(pytester: pytest.Pytester) -> pytest.Pytester:
-    pytester.makefile(".yaml", manifest=MANIFEST)
-    pytester.makeini("[pytest]\nstacks_manifest = manifest.yaml\n")
-    pytester.makepyfile(test_user=TESTS)
-    return pytester
+PROJECT = Project(MANIFEST, pyfiles={"test_user": TESTS})
 
 
 @pytest.mark.parametrize("kind", REFUSALS)

@@ -20,43 +20,13 @@ import pytest
 
 from pytest_stacks import ci, cli
 from pytest_stacks.manifest import Stack, load
+from tests.manifests import compose_slurm, manifest_of, stack
 
 pytest_plugins = ["pytester"]
 
-SLURM = """
-  - name: {name}
-    backend: slurm
-    version: "{version}"
-    provider: compose
-    transport: local
-    configuration: single-node
-    capabilities: [submit, status]
-    lanes: [pr]
-    compose:
-      directory: stacks/slurm
-      service: slurm
-      build_args: {{SLURM_VERSION: "{version}-1"}}
-"""
-
-MANIFEST = """
-version: 1
-capabilities:
-  submit: s
-  status: t
-backends:
-  slurm:
-    window: {anchor: "20.11", leading_edge: "24.11"}
-stacks:
-  - name: fake-slurm
-    backend: slurm
-    version: "24.11.5"
-    provider: fake
-    transport: local
-    configuration: single-node
-    capabilities: [submit, status]
-    lanes: [pr]
-""" + SLURM.format(name="slurm-20.11", version="20.11.9") + SLURM.format(
-    name="slurm-24.11", version="24.11.5")
+MANIFEST = manifest_of(stack("fake-slurm", capabilities=("submit", "status")),
+                    compose_slurm("slurm-20.11", "20.11.9"),
+                    compose_slurm("slurm-24.11", "24.11.5"), windows={"slurm": ("20.11", "24.11")})
 
 TESTS = """
 import pytest

@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 
 from pytest_stacks import cli, extras
+from tests.manifests import Project
 
 pytest_plugins = ["pytester"]
 
@@ -25,11 +26,8 @@ def test_about_htcondor(stack):
 EXTENDING = 'version: 1\ncatalogue: {version: "0.1", use: [fake-slurm, slurm-22.05, slurm-26.05]}\n'
 
 
-@pytest.fixture
-def project(pytester: pytest.Pytester) -> pytest.Pytester:
-    """A project with tests and no ini option, as a user writes it first."""
-    (pytester.mkdir("tests") / "test_mine.py").write_text(TESTS)
-    return pytester
+#: A project with tests and no ini option, as a user writes it first.
+PROJECT = Project(ini=None, files={"tests/test_mine.py": TESTS})
 
 
 def test_a_manifest_in_the_rootdir_turns_the_plugin_on(project: pytest.Pytester) -> None:

@@ -6,53 +6,11 @@ import textwrap
 
 import pytest
 
+from tests.manifests import Project, manifest_of, slurm_trio, stack
+
 pytest_plugins = ["pytester"]
 
-MANIFEST = """
-version: 1
-capabilities:
-  submit: s
-  status: t
-  outputs: o
-  mpi: m
-backends:
-  slurm:
-    window: {anchor: "22.05", leading_edge: "26.05"}
-  mpi-operator:
-    window: {anchor: "0.8", leading_edge: "0.8"}
-stacks:
-  - name: fake-slurm
-    backend: slurm
-    version: "24.11.5"
-    provider: fake
-    transport: local
-    configuration: single-node
-    capabilities: [submit, status, outputs]
-    lanes: [pr]
-    # Finished jobs stay in the queue as long as a real slurmctld's default MinJobAge:
-    # the scheduler view is read after the test, and a loaded machine took more than
-    # the fake's default second to get there (a cold .ci/run: "Invalid job id").
-    options: {min_job_age: 300}
-  - name: fake-slurm-20.11
-    backend: slurm
-    version: "20.11.4"
-    provider: fake
-    transport: local
-    configuration: single-node
-    capabilities: [submit, status]
-    lanes: [full]
-  - name: broken-slurm
-    description: No slot to run on, so its probe job never finishes.
-    backend: slurm
-    version: "24.11.5"
-    provider: fake
-    transport: local
-    configuration: default
-    capabilities: [submit, status, mpi]
-    lanes: [full]
-    options: {slots: 0}
-    timeouts: {job: 0.5}
-"""
+MANIFEST = slurm_trio()
 
 TESTS = """
 import pytest
@@ -77,30 +35,15 @@ def test_plain():
 """
 
 
-@pytest.fixture
-def project(pytester: pytest.Pytester) -> pytest.Pytester:
-    pytester.makefile(".yaml", manifest=MANIFEST)
-    pytester.makeini("[pytest]\nstacks_manifest = manifest.yaml\n")
-    pytester.makepyfile(test_user=TESTS)
-    return pytester
+PROJECT = Project(MANIFEST, pyfiles={"test_user": TESTS})
 
 
 def test_default_selection_is_the_fake_stacks(project: pytest.Pytester) -> None:
     project.mkdir("stack")
     project.path.joinpath("stack", "compose.yaml").write_text("services: {s: {image: x}}\n")
-    real = textwrap.dedent("""\
-          - name: real-slurm
-            backend: slurm
-            version: "24.11.5"
-            provider: compose
-            transport: local
-            configuration: single-node
-            capabilities: [submit, status, outputs]
-            lanes: [pr]
-            compose: {directory: stack, service: s}
-        """)
-    project.makefile(".yaml", manifest=MANIFEST.split("  - name: broken-slurm")[0]
-                     + textwrap.indent(real, "  "))
+    real = stack("real-slurm", capabilities=("submit", "status", "outputs"), provider="compose",
+                 compose="{directory: stack, service: s}")
+    project.makefile(".yaml", manifest=MANIFEST.split("  - name: broken-slurm")[0] + real)
     result = project.runpytest("-v")
     result.assert_outcomes(passed=5, skipped=2)  # a compose stack would be an infra error
     assert "real-slurm" not in result.stdout.str()
@@ -289,17 +232,8 @@ def test_an_unrelated_manifest_yaml_is_ignored(pytester: pytest.Pytester) -> Non
 def test_no_stack_selectable_is_a_usage_error(pytester: pytest.Pytester) -> None:
     pytester.mkdir("stack")
     pytester.path.joinpath("stack", "compose.yaml").write_text("services: {s: {image: x}}\n")
-    only_real = MANIFEST.split("  - name: fake-slurm\n")[0] + textwrap.dedent("""\
-          - name: real-slurm
-            backend: slurm
-            version: "24.11.5"
-            provider: compose
-            transport: local
-            configuration: single-node
-            capabilities: [submit]
-            lanes: [pr]
-            compose: {directory: stack, service: s}
-        """)
+    only_real = MANIFEST.split("  - name: fake-slurm\n")[0] + stack(
+        "real-slurm", provider="compose", compose="{directory: stack, service: s}")
     pytester.makefile(".yaml", manifest=only_real)
     pytester.makeini("[pytest]\nstacks_manifest = manifest.yaml\n")
     pytester.makepyfile(test_user=TESTS)
@@ -370,20 +304,10 @@ def test_a_stack_test_without_a_manifest_is_an_error_not_a_pass(
     assert "--stack fake-slurm" in out and "Traceback" not in out
 
 
-K8S_MANIFEST = """
-version: 1
-capabilities: {submit: s, status: t}
-backends: {mpi-operator: {window: {anchor: "0.8", leading_edge: "0.8"}}}
-stacks:
-  - name: fake-mpi-operator
-    backend: mpi-operator
-    version: "0.8.2"
-    provider: fake
-    transport: kubernetes
-    configuration: kwok
-    capabilities: [submit, status]
-    lanes: [pr]
-"""
+K8S_MANIFEST = manifest_of(
+    stack("fake-mpi-operator", "0.8.2", capabilities=("submit", "status"),
+          backend="mpi-operator", transport="kubernetes", configuration="kwok"),
+    windows={"mpi-operator": ("0.8", "0.8")})
 
 
 def test_junit_records_the_identities_the_api_server_assigned(pytester: pytest.Pytester) -> None:

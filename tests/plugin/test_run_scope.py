@@ -15,28 +15,13 @@ from typing import Any
 
 import pytest
 
+from tests.manifests import Project, manifest_of, stack
+
 pytest_plugins = ["pytester"]
 
-MANIFEST = """
-version: 1
-capabilities:
-  submit: s
-  status: t
-backends:
-  slurm:
-    window: {anchor: "20.11", leading_edge: "24.11"}
-  htcondor:
-    window: {anchor: "23.9", leading_edge: "25.0"}
-stacks:
-  - name: fake-slurm-20.11
-    backend: slurm
-    version: "20.11.4"
-    provider: fake
-    transport: local
-    configuration: single-node
-    capabilities: [submit, status]
-    lanes: [pr]
-"""
+MANIFEST = manifest_of(
+    stack("fake-slurm-20.11", "20.11.4", capabilities=("submit", "status")),
+    windows={"slurm": ("20.11", "24.11"), "htcondor": ("23.9", "25.0")})
 
 TESTS = """
 import pytest
@@ -63,15 +48,8 @@ WHOLE = ["suite/deep/test_deep.py::test_deep[fake-slurm-20.11]",
          "suite/test_user.py::test_submits[fake-slurm-20.11]"]
 
 
-@pytest.fixture
-def project(pytester: pytest.Pytester) -> pytest.Pytester:
-    pytester.makefile(".yaml", manifest=MANIFEST)
-    pytester.makeini("[pytest]\nstacks_manifest = manifest.yaml\ntestpaths = suite\n")
-    suite = pytester.mkdir("suite")
-    (suite / "test_user.py").write_text(TESTS)
-    (suite / "deep").mkdir()
-    (suite / "deep" / "test_deep.py").write_text(DEEP)
-    return pytester
+PROJECT = Project(MANIFEST, ini="stacks_manifest = manifest.yaml\ntestpaths = suite\n",
+                  files={"suite/test_user.py": TESTS, "suite/deep/test_deep.py": DEEP})
 
 
 def _run(project: pytest.Pytester) -> dict[str, Any]:

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.manifests import Project
+
 pytest_plugins = ["pytester"]
 
 REPO = Path(__file__).resolve().parents[2]
@@ -57,11 +59,8 @@ def test_a_file_the_login_host_cannot_see_is_refused(stack_commands, tmp_path):
 '''
 
 
-@pytest.fixture
-def project(pytester: pytest.Pytester) -> pytest.Pytester:
-    pytester.makeini(f"[pytest]\nstacks_manifest = {REPO / 'manifest.yaml'}\n")
-    pytester.makepyfile(test_commands=TESTS)
-    return pytester
+PROJECT = Project(ini=f"stacks_manifest = {REPO / 'manifest.yaml'}\n",
+                  pyfiles={"test_commands": TESTS})
 
 
 def test_the_schedulers_commands_reach_the_fake_and_are_gone_after(

@@ -14,37 +14,13 @@ import pytest
 
 from pytest_stacks import cli
 from pytest_stacks.verdicts.results import load
+from tests.manifests import FAKE_SLURM_20_11, Project, manifest_of, stack
 
 pytest_plugins = ["pytester"]
 
-MANIFEST = """
-version: 1
-capabilities:
-  submit: s
-  status: t
-  outputs: o
-  outputs.repeatable: r
-backends:
-  slurm:
-    window: {anchor: "20.11", leading_edge: "24.11"}
-stacks:
-  - name: fake-slurm
-    backend: slurm
-    version: "24.11.5"
-    provider: fake
-    transport: local
-    configuration: single-node
-    capabilities: [submit, status, outputs, outputs.repeatable]
-    lanes: [pr]
-  - name: fake-slurm-20.11
-    backend: slurm
-    version: "20.11.4"
-    provider: fake
-    transport: local
-    configuration: single-node
-    capabilities: [submit, status]
-    lanes: [full]
-"""
+MANIFEST = manifest_of(
+    stack("fake-slurm", capabilities=("submit", "status", "outputs", "outputs.repeatable")),
+    FAKE_SLURM_20_11, windows={"slurm": ("20.11", "24.11")})
 
 TESTS = """
 import pytest
@@ -61,15 +37,9 @@ def test_outputs(backend, stack):
 """
 
 
-@pytest.fixture
-def project(pytester: pytest.Pytester) -> pytest.Pytester:
-    pytester.makefile(".yaml", manifest=MANIFEST)
-    # 'auto' (this project's own setting): a whole run fails on unproven, a partial one reports.
-    pytester.makeini("[pytest]\nstacks_manifest = manifest.yaml\ntestpaths = suite\n"
-                     "stacks_unproven = auto\n")
-    suite = pytester.mkdir("suite")
-    (suite / "test_user.py").write_text(TESTS)
-    return pytester
+# 'auto' (this project's own setting): a whole run fails on unproven, a partial one reports.
+PROJECT = Project(MANIFEST, ini="stacks_manifest = manifest.yaml\ntestpaths = suite\n"
+                  "stacks_unproven = auto\n", files={"suite/test_user.py": TESTS})
 
 
 def _results(project: pytest.Pytester) -> dict:

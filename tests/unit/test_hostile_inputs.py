@@ -16,7 +16,6 @@ import json
 import math
 import os
 import subprocess
-import tempfile
 import threading
 import time
 from collections.abc import Sequence
@@ -37,16 +36,7 @@ REPO = Path(__file__).resolve().parents[2]
 SECRET = "SUPERSECRET-0123456789"
 
 
-@pytest.fixture(autouse=True)
-def _private_places(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """This test's own TMPDIR (so its own runs root), state and cache folders."""
-    folder = tmp_path / "tmp"
-    folder.mkdir()
-    monkeypatch.setenv("TMPDIR", str(folder))
-    monkeypatch.setattr(tempfile, "tempdir", None)  # gettempdir() caches its answer
-    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    return folder
+pytestmark = pytest.mark.usefixtures("private_places")  # tests/unit/conftest.py
 
 
 def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:

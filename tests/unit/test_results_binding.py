@@ -25,26 +25,8 @@ from tests.unit.results_docs import (
     entry,
     lane_files,
     loaded,
-    make_project,
     plan_of,
-    writer,
 )
-
-
-@pytest.fixture
-def manifest_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.chdir(tmp_path)
-    return make_project(tmp_path)
-
-
-@pytest.fixture
-def manifest(manifest_path: Path) -> Manifest:
-    return load(manifest_path)
-
-
-@pytest.fixture
-def write(tmp_path: Path) -> Callable[..., Path]:
-    return writer(tmp_path / "results")
 
 
 def _git(cwd: Path, *args: str) -> str:

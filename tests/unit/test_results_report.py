@@ -30,31 +30,11 @@ from tests.unit.results_docs import (
     entry,
     lane_files,
     loaded,
-    make_project,
     nodeid,
     plan_of,
-    writer,
 )
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture
-def manifest_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """The project, which is also the current folder: the checkout the report binds to."""
-    monkeypatch.chdir(tmp_path)
-    return make_project(tmp_path)
-
-
-@pytest.fixture
-def manifest(manifest_path: Path) -> Manifest:
-    return load(manifest_path)
-
-
-@pytest.fixture
-def write(tmp_path: Path) -> Callable[..., Path]:
-    return writer(tmp_path / "results")
-
 
 
 @pytest.mark.parametrize(("offered", "passed", "failed", "infra", "status"), [
@@ -669,7 +649,6 @@ def test_a_canary_report_of_an_empty_lane_exits_3(run: Callable[..., tuple[int, 
     [one] = lane_files(manifest, write, ["slurm-22.05"])
     code, _, err = run(str(one), "--lane", "canary")
     assert code == ci.EMPTY_LANE_EXIT and "the canary lane is empty" in err
-
 
 
 # ---------------------------------------------------------------- planned selections

@@ -62,7 +62,7 @@ def test_the_guide_has_a_project_and_commands_to_run() -> None:
 
 
 @pytest.fixture(scope="module")
-def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def guide_project(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("guide") / "my-client"
     for block in GUIDE_BLOCKS:
         if block.note.startswith("file: "):
@@ -81,10 +81,10 @@ def _env() -> dict[str, str]:
 
 
 @pytest.mark.parametrize("index,block", SHELL, ids=[f"line-{b.line}" for _, b in SHELL])
-def test_every_shell_block_of_the_guide_runs(project: Path, index: int, block: Block) -> None:
+def test_every_shell_block_of_the_guide_runs(guide_project: Path, index: int, block: Block) -> None:
     if block.note.startswith("not run: "):
         pytest.skip(f"{GUIDE.name}:{block.line}: {block.note.removeprefix('not run: ')}")
-    done = subprocess.run(["bash", "-eo", "pipefail", "-c", block.text], cwd=project,
+    done = subprocess.run(["bash", "-eo", "pipefail", "-c", block.text], cwd=guide_project,
                           env=_env(), capture_output=True, text=True, timeout=600, check=False)
     said = done.stdout + done.stderr
     assert done.returncode == 0, f"{GUIDE.name}:{block.line}: {block.text}\n{said[-4000:]}"
