@@ -26,7 +26,7 @@ from typing import Any, cast
 import pytest
 from _pytest.runner import runtestprotocol  # what pytest-rerunfailures uses too
 
-from pytest_stacks.errors import INFRA_PREFIX
+from pytest_stacks.errors import INFRA_PREFIX, said
 from pytest_stacks.plugin.state import (
     PROP_INFRA,
     PROP_RETRIED,
@@ -106,14 +106,20 @@ class InfraRetry:
             fault = _fault(reports)
             if fault is None:
                 break
-            replacement = pool.replace(stack, self._retries)
+            try:
+                replacement = pool.replace(stack, self._retries)
+            except Exception as exc:  # the fresh bring-up failed: recorded for every process
+                _say_why_not(fault, f"brought down, but the fresh bring-up failed: {said(exc)}")
+                break
             if replacement.record is None:
                 if replacement.why_not:
                     _say_why_not(fault, replacement.why_not)
                 break
-            said = str(dict(fault.user_properties)[PROP_INFRA])
-            item.stash.setdefault(RETRIED_FAULTS, []).append(said)
-            retried = json.dumps({"attempt": replacement.broken, "fault": said})
+            fault_said = str(dict(fault.user_properties)[PROP_INFRA])
+            if replacement.notes:  # what the broken stack's proven teardown could not remove
+                fault_said += " (" + "; ".join(replacement.notes) + ")"
+            item.stash.setdefault(RETRIED_FAULTS, []).append(fault_said)
+            retried = json.dumps({"attempt": replacement.broken, "fault": fault_said})
             for report in reports:
                 if report.when != "teardown":
                     _as_retried(report, retried, fault)

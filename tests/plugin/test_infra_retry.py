@@ -107,6 +107,8 @@ def _break(times):
     if done < times:
         seen.write_text("x" * (done + 1))
         (STATE / "broken").touch()
+        if os.environ.get("FRESH_UP_FAILS"):
+            (STATE / "up-fails").touch()
         raise AssertionError("sbatch: error: Batch job submission failed: Socket timed out")
 
 
@@ -200,6 +202,23 @@ def test_a_stack_that_breaks_again_after_its_retries_ends_infra_saying_they_are_
     assert [r["attempt"] for r in stack["infra_retries"]] == [1]
     outcome = {t["nodeid"].rsplit("::", 1)[1]: t["outcome"] for t in stack["tests"]}
     assert outcome["test_2_the_fault[slurm-24.11]"] == "infra"
+
+
+def test_a_fresh_bring_up_that_fails_ends_the_stack_infra_saying_so(
+        project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FRESH_UP_FAILS", "1")
+    result = _run(project, "--stack-infra-retry=2")
+    assert result.ret == 1 and "INTERNALERROR" not in result.stdout.str()
+    assert (_state("up", project), _state("down", project)) == ("xx", "x"), \
+        "brought down, one fresh bring-up tried, and no more: it fails the same way again"
+    result.stdout.fnmatch_lines(["*brought down, but the fresh bring-up failed*the engine "
+                                 "refused to start the container*"])
+    stack = _results(project)
+    assert stack["verdict"] == "infra" and stack["infra_retries"] == []
+    outcome = {t["nodeid"].rsplit("::", 1)[1]: t["outcome"] for t in stack["tests"]}
+    assert outcome == {"test_1_before[slurm-24.11]": "passed",
+                       "test_2_the_fault[slurm-24.11]": "infra",
+                       "test_3_after[slurm-24.11]": "infra"}
 
 
 def test_a_product_failure_on_a_healthy_stack_is_never_retried(
