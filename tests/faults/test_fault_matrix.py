@@ -178,6 +178,7 @@ def _run_row(tmp_path: Path, row: Row) -> None:
     # call has 12 s (.bounded), then the schedd is refused at once.
     Row("htcondor-25", "pause", "(service htcondor) is paused"),
     Row("slurm-24.11", "network", "is cut off its network"),
+    Row("slurm-24.11", "slurmctld", "(service slurm) is exited"),  # its entrypoint ends too
     Row("slurm-26.05-cluster-ssh", "pause", "(service login) is paused", service="login"),
     # The rows of issue 60's table that were infra before but slow over ssh (347 s, 241 s):
     # each call is bounded now, so the run ends within the bound after the fault.
