@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import importlib.util
 
+from pytest_stacks import registry
+
 #: Each extra (``pip install 'pytest-stacks[NAME]'``) and the modules it brings.
 EXTRAS: dict[str, tuple[str, ...]] = {
     "docker": ("docker",),
@@ -24,12 +26,12 @@ INSTALL_DOCS = "docs/user-guide.md#install"
 
 def needed(provider: str, transport: str) -> list[str]:
     """The extras a stack of this provider and transport needs (none for a fake)."""
-    if provider == "fake":
+    spec = registry.PROVIDERS.get(provider)
+    if spec is None or spec.in_process:
         return []
-    wanted = ["docker"] if provider in ("compose", "kind") else []
-    wanted += {"ssh": ["ssh"], "kubernetes": ["kubernetes"],
-               "bindings": ["htcondor"]}.get(transport, [])
-    return wanted
+    wanted = ["docker"] if spec.engine else []
+    way = registry.TRANSPORTS.get(transport)
+    return wanted + ([way.extra] if way is not None and way.extra else [])
 
 
 def extra_of(module: str) -> str | None:

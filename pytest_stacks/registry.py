@@ -1,4 +1,4 @@
-"""What this release can drive: one entry per backend and one per provider.
+"""What this release can drive: one entry per backend, provider and transport.
 
 Adding a backend is one folder under ``backends/`` plus one line here; nothing else dispatches
 on a backend's or a provider's name. Entries name their implementations as ``module:attribute``
@@ -52,10 +52,32 @@ class BackendSpec:
 
 @dataclass(frozen=True)
 class ProviderSpec:
-    """One provider (how a stack comes up and goes down) and the class that implements it."""
+    """One provider (how a stack comes up and goes down) and the class that implements it.
+
+    ``engine``: its stacks run in the Docker engine (they need the ``docker`` extra and the
+    ``docker`` requirement); ``in_process``: its stacks are doubles in the test process
+    (nothing outside it to reach, build or clean)."""
 
     name: str
     factory: str
+    engine: bool = False
+    in_process: bool = False
+
+
+@dataclass(frozen=True)
+class TransportSpec:
+    """One transport: how a stack's client reaches its daemons.
+
+    ``access`` names the :class:`~pytest_stacks.providers.access.Access` a container stack
+    is reached through (the engine's channel, or SSH through its jump hosts); ``extra`` the
+    pip extra its client needs ("" for none); ``site_route`` the keys of ``existing`` a
+    deployment that already exists must give to be reached this way (empty: not a way to
+    reach a site)."""
+
+    name: str
+    access: str
+    extra: str = ""
+    site_route: tuple[str, ...] = ()
 
 
 BACKENDS: dict[str, BackendSpec] = {
@@ -82,10 +104,21 @@ BACKENDS: dict[str, BackendSpec] = {
 
 PROVIDERS: dict[str, ProviderSpec] = {
     spec.name: spec for spec in (
-        ProviderSpec("compose", "pytest_stacks.providers.compose:ComposeProvider"),
-        ProviderSpec("fake", "pytest_stacks.providers.fake:FakeProvider"),
-        ProviderSpec("kind", "pytest_stacks.providers.kind:KindProvider"),
+        ProviderSpec("compose", "pytest_stacks.providers.compose:ComposeProvider", engine=True),
+        ProviderSpec("fake", "pytest_stacks.providers.fake:FakeProvider", in_process=True),
+        ProviderSpec("kind", "pytest_stacks.providers.kind:KindProvider", engine=True),
         ProviderSpec("existing", "pytest_stacks.providers.existing:ExistingProvider"),
+    )
+}
+
+_ENGINE = "pytest_stacks.providers.access:EngineAccess"
+TRANSPORTS: dict[str, TransportSpec] = {
+    spec.name: spec for spec in (
+        TransportSpec("local", _ENGINE),
+        TransportSpec("bindings", _ENGINE, extra="htcondor"),
+        TransportSpec("ssh", "pytest_stacks.providers.access:SshAccess", extra="ssh",
+                      site_route=("ssh", "job_root")),
+        TransportSpec("kubernetes", _ENGINE, extra="kubernetes", site_route=("kubeconfig",)),
     )
 }
 

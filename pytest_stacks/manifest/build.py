@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from pytest_stacks import registry
 from pytest_stacks.manifest.model import (
     Backend,
     BaseImage,
@@ -123,7 +124,8 @@ def build(data: dict[str, Any], path: Path) -> Manifest:
 
 def _default_requires(provider: str) -> list[str]:
     """In-process doubles and deployments that already exist need no engine here."""
-    return [] if provider in ("fake", "existing") else ["docker"]
+    spec = registry.PROVIDERS.get(provider)
+    return ["docker"] if spec is not None and spec.engine else []
 
 
 def _existing(raw: dict[str, Any] | None) -> ExistingSpec | None:

@@ -19,7 +19,8 @@ from pytest_stacks.suggest import did_you_mean
 from pytest_stacks.versions import parse_specifier, release, series_after
 
 #: How an existing deployment is reached, by the stack's transport.
-SITE_ROUTES = {"ssh": ("ssh", "job_root"), "kubernetes": ("kubeconfig",)}
+SITE_ROUTES = {name: spec.site_route for name, spec in registry.TRANSPORTS.items()
+               if spec.site_route}
 
 
 class _Locator:

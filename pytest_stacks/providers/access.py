@@ -7,8 +7,9 @@ at each step and never branches on the transport itself.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Protocol
+from typing import Protocol, cast
 
+from pytest_stacks import registry
 from pytest_stacks.errors import InfrastructureError, StacksError
 from pytest_stacks.manifest import Stack
 from pytest_stacks.polling import poll_until
@@ -99,4 +100,5 @@ def _host_key(stack: Stack, services: Mapping[str, Transport], service: str) -> 
 
 
 def access_for(stack: Stack) -> Access:
-    return SshAccess() if stack.transport == "ssh" else EngineAccess()
+    """The way the stack's transport reaches a container stack (the registry's entry)."""
+    return cast(Access, registry.resolve(registry.TRANSPORTS[stack.transport].access)())

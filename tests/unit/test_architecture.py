@@ -4,11 +4,13 @@ stay small, and the import contracts run and fail when broken."""
 from __future__ import annotations
 
 import ast
+import json
 import shutil
 import subprocess
 import sys
 import tomllib
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -159,3 +161,27 @@ def test_import_contracts_fail_when_broken(tmp_path: Path, module: str, line: st
     assert result.returncode != 0, result.stdout[-3000:]
     broken = [row for row in result.stdout.splitlines() if row.endswith("BROKEN")]
     assert any(contract in row for row in broken), result.stdout[-3000:]
+
+
+def _stack_schema() -> dict[str, Any]:
+    schema = json.loads((PACKAGE / "schema" / "manifest.schema.json").read_text())
+    found = [d for d in schema.get("$defs", {}).values()
+             if isinstance(d, dict) and "transport" in d.get("properties", {})]
+    assert len(found) == 1, "one stack definition in the manifest schema"
+    return found[0]["properties"]  # type: ignore[no-any-return]
+
+
+def test_the_manifest_schema_names_exactly_the_registrys_providers_and_transports() -> None:
+    """The names live in the registry; the schema must offer exactly those (a transport added
+    to one and not the other would load and then fail deep inside, or never load)."""
+    props = _stack_schema()
+    assert sorted(props["provider"]["enum"]) == sorted(registry.PROVIDERS)
+    assert sorted(props["transport"]["enum"]) == sorted(registry.TRANSPORTS)
+    spoken = {t for spec in registry.BACKENDS.values() for t in spec.transports}
+    assert spoken <= set(registry.TRANSPORTS)
+
+
+@pytest.mark.parametrize("name", sorted(registry.TRANSPORTS))
+def test_each_transport_names_an_access_that_resolves(name: str) -> None:
+    access = registry.resolve(registry.TRANSPORTS[name].access)()
+    assert callable(getattr(access, "transport", None)) and callable(access.endpoints)
