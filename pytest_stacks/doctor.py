@@ -205,7 +205,7 @@ def checks(manifest: Manifest | None, stacks: Sequence[Stack] = ()) -> list[Chec
     lacking = {c.name.removeprefix("extra ") for c in python if not c.ok}
     sites = [site_check(s) if not set(extras.needed(s.provider, s.transport)) & lacking
              else Check(f"site {s.name}", False, "not checked: its pytest-stacks extra is "
-                        "missing (above)") for s in stacks if s.provider == "existing"]
+                        "missing (above)") for s in stacks if s.is_site]
     fakes = [Check(f"stack {s.name}", True, "an in-process double: needs nothing of this "
                    "machine (no engine, no image, no toolchain)") for s in stacks if s.is_fake]
     if stacks and len(sites) + len(fakes) == len(stacks):

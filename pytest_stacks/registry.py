@@ -62,6 +62,9 @@ class ProviderSpec:
     factory: str
     engine: bool = False
     in_process: bool = False
+    #: A deployment that exists without the run (a site's): the run neither brings it up nor
+    #: down, and proves gone only what its own driver removed.
+    site: bool = False
 
 
 @dataclass(frozen=True)
@@ -107,7 +110,8 @@ PROVIDERS: dict[str, ProviderSpec] = {
         ProviderSpec("compose", "pytest_stacks.providers.compose:ComposeProvider", engine=True),
         ProviderSpec("fake", "pytest_stacks.providers.fake:FakeProvider", in_process=True),
         ProviderSpec("kind", "pytest_stacks.providers.kind:KindProvider", engine=True),
-        ProviderSpec("existing", "pytest_stacks.providers.existing:ExistingProvider"),
+        ProviderSpec("existing", "pytest_stacks.providers.existing:ExistingProvider",
+                     site=True),
     )
 }
 

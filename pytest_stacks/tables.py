@@ -108,7 +108,7 @@ def _whose(manifest: Manifest, key: str) -> str:
 
 def _needs_nothing(stack: Stack) -> str:
     return ("nothing on this machine (a deployment that already exists)"
-            if stack.provider == "existing" else "nothing (in process)")
+            if stack.is_site else "nothing (in process)")
 
 
 def stack_details(stack: Stack, origins: Mapping[str, str] | None = None,

@@ -99,7 +99,7 @@ def _reap_sites(args: argparse.Namespace) -> int:
     problems: list[str] = []
     total = 0
     for stack in select(loaded, args.names):
-        if stack.provider != "existing":
+        if not stack.is_site:
             raise StacksError(f"{stack.name} is not an existing deployment (provider "
                               f"{stack.provider}); `pytest-stacks reap` without a name cleans "
                               f"this machine's stacks")

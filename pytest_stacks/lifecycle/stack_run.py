@@ -12,7 +12,7 @@ import contextlib
 import dataclasses
 import time
 
-from pytest_stacks import progress
+from pytest_stacks import progress, registry
 from pytest_stacks.errors import InfrastructureError, Problem, said
 from pytest_stacks.lifecycle.probe import functional_probe
 from pytest_stacks.lifecycle.rundir import StackFiles, StackRecord
@@ -285,7 +285,7 @@ def _retries(count: int) -> str:
 
 #: Providers whose ``down`` leaves the backend running (a site's): what the run made inside it
 #: is proven gone only by the driver's own removal.
-SITE_PROVIDERS = frozenset({"existing"})
+SITE_PROVIDERS = frozenset(name for name, spec in registry.PROVIDERS.items() if spec.site)
 
 
 def _gone_with_the_stack(problem: Problem) -> Problem:

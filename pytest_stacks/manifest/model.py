@@ -9,6 +9,7 @@ from typing import Any, Literal
 
 from packaging.version import Version
 
+from pytest_stacks import registry
 from pytest_stacks.versions import Role, in_range, not_older_series, series_of
 
 LANES = ("pr", "full", "canary", "site")
@@ -191,7 +192,13 @@ class Stack:
     @property
     def is_fake(self) -> bool:
         """In-process: nothing outside the process to build, start or clean."""
-        return self.provider == "fake"
+        return registry.PROVIDERS[self.provider].in_process
+
+    @property
+    def is_site(self) -> bool:
+        """A deployment that exists without the run (``existing``): never brought up or down
+        by it."""
+        return registry.PROVIDERS[self.provider].site
 
     def accepts_version(self, observed: str) -> bool:
         """Whether the daemon's reported version is what this stack allows: the pin exactly,

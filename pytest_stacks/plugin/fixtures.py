@@ -129,7 +129,7 @@ def _client_of(config: pytest.Config, stack: Stack, attached: Attached) -> Recor
                                              info=attached.public_info())
     client = user if user is not None else attached.client
     pool = state(config).pool
-    if stack.provider != "existing" or pool is None:
+    if not stack.is_site or pool is None:
         made = RecordingClient(client)
     else:
         # Ours: pytest-stacks' client, which tags each job with the run; anything else the
