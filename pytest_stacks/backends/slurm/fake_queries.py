@@ -156,7 +156,8 @@ class SlurmQueries:
                  "current_working_directory": j.workdir}
                 for j in listed]
         try:
-            text = fake_json.render(self.version, argv, user, list(jobs), _VALUE_WORDS)
+            text = fake_json.render(self.version, argv, user, list(jobs), _VALUE_WORDS,
+                                    accounting=self.accounting)
         except fake_json.UnmodelledRelease as exc:
             return self._err(argv, f"squeue: error: {exc}\n")
         return self._ok(argv, text)
