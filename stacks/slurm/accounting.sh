@@ -10,7 +10,11 @@
 # - Logs: mariadb.log and slurmdbd.log beside slurmctld's (the `logs` capability reads
 #   /var/log/slurm/*.log); their stderr in *.stderr, shown if a daemon dies.
 
-db_socket=/run/mysqld/mysqld.sock
+# The suite's own paths (my.cnf): trixie's MariaDB keeps /run/mysqld, sid's /run/mariadbd.
+db_socket=$(my_print_defaults client-server client mysqld mariadbd 2>/dev/null | sed -n 's/^--socket=//p' | tail -n 1)
+db_socket=${db_socket:-/run/mysqld/mysqld.sock}
+db_pid=$(my_print_defaults mysqld mariadbd 2>/dev/null | sed -n 's/^--pid-file=//p' | tail -n 1)
+db_pid=${db_pid:-/run/mysqld/mysqld.pid}
 db_name=slurm_acct_db
 dbd_conf="$conf_dir/slurmdbd.conf"
 
@@ -33,18 +37,29 @@ await() {
 }
 
 start_mariadb() {
-    install -d -o mysql -g mysql -m 0755 /run/mysqld
+    install -d -o mysql -g mysql -m 0755 /run/mysqld "${db_socket%/*}" "${db_pid%/*}"
     install -d -o mysql -g mysql -m 0700 /var/lib/mysql
     if [ ! -d /var/lib/mysql/mysql ]; then
         mariadb-install-db --user=mysql --datadir=/var/lib/mysql --skip-test-db \
             --auth-root-authentication-method=socket >"$log_dir/mariadb-install.stderr" 2>&1
     fi
+    # Slurm's advice (slurmdbd logs it): snapshot isolation OFF (on by default from MariaDB
+    # 11.8; slurmdbd then dies on a write conflict), lock waits of 900 s. "loose-": a
+    # MariaDB without the setting ignores it.
     /usr/sbin/mariadbd --user=mysql --datadir=/var/lib/mysql --skip-networking \
-        --socket="$db_socket" --log-error="$log_dir/mariadb.log" \
+        --loose-innodb-snapshot-isolation=OFF --innodb-lock-wait-timeout=900 \
+        --socket="$db_socket" --pid-file="$db_pid" --log-error="$log_dir/mariadb.log" \
         >/dev/null 2>"$log_dir/mariadb.stderr" &
     pids+=($!)
     mariadb_pid=$!
     await 600 "$mariadb_pid" mariadb mariadb-admin --socket="$db_socket" ping
+    # A client library built with the other suite's default socket finds it too.
+    for other in /run/mysqld/mysqld.sock /run/mariadbd/mysqld.sock; do
+        if [ "$other" != "$db_socket" ]; then
+            install -d -o mysql -g mysql -m 0755 "${other%/*}"
+            ln -sf "$db_socket" "$other"
+        fi
+    done
     log "mariadb (pid $mariadb_pid) answers on $db_socket (no TCP)"
 }
 
