@@ -201,7 +201,7 @@ class StackPool:
     def check_health(self, stack: Stack, failure: str = "") -> InfrastructureError | None:
         """Whether a stack this run brought up broke under it (recorded for every process);
         ``failure``: what the failed test said (the backend's words are read in it)."""
-        return self._run(stack).health(failure)
+        return self._run(stack).health(failure, held=self._attempt.get(stack.name))
 
     def release(self) -> None:
         """Let go of this process's clients (every process does this at its end)."""

@@ -127,17 +127,24 @@ class StackRun:
             functional_probe(self.stack, attached)
         return observed, versions.get("client", "")
 
-    def health(self, failure: str = "") -> InfrastructureError | None:
+    def health(self, failure: str = "", held: int | None = None) -> InfrastructureError | None:
         """Whether the stack this run brought up broke under it, asked when a test on it
         failed (``failure``: what that test's failure said). Broken: the provider finds a
         fault (a container dead, paused or cut off its network, the route or the backend's
         liveness question unanswered), or the failure is in the backend's words for "the
         service is not there" (a schedd killed and restarted by its master between the call
         and this question). Then the fault is recorded, so every later test on the stack (in
-        any process) is an infrastructure error at once; the daemon's words are kept."""
+        any process) is an infrastructure error at once; the daemon's words are kept.
+        ``held``: the bring-up (attempt) the asking process used; the fault is recorded only
+        while that is still the stack's, so a process that was late to see a fault never
+        marks the fresh stack an infra retry brought up meanwhile as broken."""
         record = self.files.record()
         if record is None:
             return None
+        if held is not None and record.attempt != held:
+            return InfrastructureError(
+                self.stack.name, f"the stack was brought up fresh (infra retry, attempt "
+                f"{record.attempt}) while this test ran on attempt {held}", during_run=True)
         try:
             why, logs = self.provider.health(self.stack, record.info)
         except Exception as exc:  # cannot even ask: say so rather than guess
@@ -152,7 +159,9 @@ class StackRun:
         error = InfrastructureError(self.stack.name, f"the stack died during the run: {why}",
                                     logs, during_run=True)
         with self.files.lock():
-            self.files.write_error(error)
+            now = self.files.record()
+            if now is not None and now.attempt == record.attempt:
+                self.files.write_error(error)
         return error
 
     def replace(self, seen: int, retries: int) -> Replacement:
