@@ -82,8 +82,9 @@ class Normaliser:
     @staticmethod
     def _line_pattern(job_id: str) -> re.Pattern[str]:
         """A line of command output that starts with the id (``sbatch --parsable``, ``sacct
-        -P``); only in output (text with a newline): "24" alone may be a version's major."""
-        return re.compile(rf"(?m)^{re.escape(job_id)}(?=[|;\s]|$)")
+        -P``, ``sacct --delimiter=,``); only in output (text with a newline): "24" alone may
+        be a version's major."""
+        return re.compile(rf"(?m)^{re.escape(job_id)}(?=[|;,\s]|$)")
 
     def __call__(self, value: Any, key: str = "") -> Any:
         if isinstance(value, Mapping):

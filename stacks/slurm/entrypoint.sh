@@ -18,6 +18,8 @@ upstream=${pkg_version%-*}
 upstream=${upstream##*really}
 version_ge() { dpkg --compare-versions "$upstream" ge "$1"; }
 log "Slurm package $pkg_version (upstream $upstream)"
+# Accounting storage the image was built with (ACCOUNTING build arg): "" or "slurmdbd".
+accounting=$(cat /etc/pytest-stacks-accounting 2>/dev/null || true)
 
 # --- slurm.conf: common part + version-dependent lines -------------------------
 install -d -m 0755 "$conf_dir"
@@ -30,6 +32,12 @@ install -d -m 0755 "$conf_dir"
         # and the settings are simply left unset (same meaning).
         echo "TaskPlugin=task/none"
         echo "JobAcctGatherType=jobacct_gather/none"
+    fi
+    if [ "$accounting" = slurmdbd ]; then
+        # Jobs are recorded by slurmdbd (started below, before slurmctld), so plain
+        # `sacct` answers from accounting storage as on a site.
+        echo "AccountingStorageType=accounting_storage/slurmdbd"
+        echo "AccountingStorageHost=localhost"
     fi
 } > "$conf"
 
@@ -119,7 +127,13 @@ stop() {
 trap stop TERM INT
 
 # Daemon logs go to the files; stdout shows them through `tail -F`.
-tail -n +1 -F "$log_dir/slurmctld.log" "$log_dir/slurmd.log" 2>/dev/null &
+streamed=("$log_dir/slurmctld.log" "$log_dir/slurmd.log")
+if [ "$accounting" = slurmdbd ]; then
+    : > "$log_dir/slurmdbd.log"; : > "$log_dir/mariadb.log"
+    chown slurm:slurm "$log_dir/slurmdbd.log"; chown mysql:mysql "$log_dir/mariadb.log"
+    streamed+=("$log_dir/slurmdbd.log" "$log_dir/mariadb.log")
+fi
+tail -n +1 -F "${streamed[@]}" 2>/dev/null &
 pids+=($!)
 
 # munged's socket: wait while munged lives (60 s at most: a loaded machine starting
@@ -140,6 +154,13 @@ if [ ! -S /run/munge/munge.socket.2 ]; then
     exit 1
 fi
 log "munged started"
+
+# --- Accounting storage: MariaDB, then slurmdbd, before slurmctld -----------------
+if [ "$accounting" = slurmdbd ]; then
+    # shellcheck source=/dev/null
+    . "$share/accounting.sh"
+    start_accounting
+fi
 
 # Foreground (-D) daemons run as children of this script. Their stderr repeats
 # the log file, so it goes to *.stderr (not streamed; shown if a daemon dies,

@@ -14,6 +14,8 @@ from pytest_stacks.manifest import Stack
 from pytest_stacks.polling import poll_until
 from pytest_stacks.transports import Transport
 
+#: The capability of a stack whose slurmctld records jobs in slurmdbd (plain ``sacct``).
+ACCOUNTING = "accounting"
 READY_STATES = frozenset({"idle", "mix", "alloc"})
 LOG_FILES = ("/var/log/slurm/slurmctld.log", "/var/log/slurm/slurmd.log",
              "/var/log/slurm/jobcomp.log")
@@ -44,7 +46,7 @@ class SlurmComposeAdapter:
                           if len(line.split()) >= 2)
             shown = " ".join(f"{n}={s}" for n, s in sorted(states.items())) or "?"
             if nodes.ok and states and all(s in READY_STATES for s in states.values()):
-                return True, shown
+                return accounting_ready(transport, shown)
             return False, f"slurmctld UP, nodes {shown} {nodes.stderr.strip()}"
 
         poll_until(ask, lambda answer: answer[0], timeout=timeout, interval=0.25,
@@ -89,6 +91,28 @@ class SlurmComposeAdapter:
         return "\n".join(parts)
 
 
+def accounting_ready(transport: Transport, shown: str) -> tuple[bool, str]:
+    """Where slurmctld stores accounting in slurmdbd, ready also means slurmdbd answers and
+    slurmctld has registered with it (its cluster has a ControlHost): a job that ends
+    before that is missing from ``sacct``. (ready, what was seen)."""
+    config = transport.run(["scontrol", "show", "config"], timeout=10)
+    storage = next((line.split("=", 1)[1].strip() for line in config.stdout.splitlines()
+                    if line.split("=", 1)[0].strip() == "AccountingStorageType"), "")
+    if not config.ok:
+        said = " ".join(config.stderr.split())[:300]
+        return False, f"nodes {shown}, scontrol show config: {said or config.returncode}"
+    if storage != "accounting_storage/slurmdbd":
+        return True, shown
+    clusters = transport.run(["sacctmgr", "-n", "-P", "show", "cluster",
+                              "format=Cluster,ControlHost"], timeout=10)
+    registered = [line for line in clusters.stdout.splitlines() if line.split("|")[-1]]
+    if clusters.ok and registered:
+        return True, f"{shown}, slurmdbd: {' '.join(registered)}"
+    said = " ".join((clusters.stdout + clusters.stderr).split())[:300]
+    return False, (f"nodes {shown}, slurmdbd: no slurmctld registered "
+                   f"(sacctmgr show cluster: {said or f'exit {clusters.returncode}'})")
+
+
 def fake_client(stack: Stack, run_dir: Path,
                 ) -> tuple[JobClient, Callable[[], str], Callable[[], None]]:
     """The real driver over an in-process Slurm host: (client, daemon log reader, close).
@@ -99,5 +123,6 @@ def fake_client(stack: Stack, run_dir: Path,
     from pytest_stacks.backends.slurm.fake import FakeSlurmHost
 
     host = FakeSlurmHost(stack.version, min_job_age=float(stack.options.get("min_job_age", 1.0)),
-                         slots=int(stack.options.get("slots", 4)))
+                         slots=int(stack.options.get("slots", 4)),
+                         accounting=ACCOUNTING in stack.capabilities)
     return SlurmClient(host, stack.name), host.daemon_log, host.close

@@ -32,8 +32,9 @@ class FakeSlurmHost(SlurmQueries):
     """A scheduler host: a private filesystem root plus a modelled slurmctld."""
 
     def __init__(self, version: str = "24.11.5", *, min_job_age: float = 1.0,
-                 slots: int = 4) -> None:
+                 slots: int = 4, accounting: bool = False) -> None:
         self.version = version
+        self.accounting = accounting
         self.min_job_age = min_job_age
         self.slots = slots
         self.root = places.scratch_folder("fake-slurm")
@@ -41,6 +42,7 @@ class FakeSlurmHost(SlurmQueries):
         self._ids = itertools.count(1)
         self._jobs: dict[int, _Job] = {}
         self._jobcomp: list[str] = []
+        self._accounted: dict[int, _Job] = {}  # slurmdbd's record (kept past MinJobAge)
         self._ctld_log: list[str] = []  # what the modelled slurmctld itself says
         self._lock = threading.RLock()
         self._stdin, self._cwd = "", "/"  # the command being answered (run())
@@ -162,6 +164,8 @@ class FakeSlurmHost(SlurmQueries):
         if sub.hold:
             job.reason = "JobHeldUser"
         self._jobs[job_id] = job
+        if self.accounting:
+            self._accounted[job_id] = job
         self._ctld(f"_slurm_rpc_submit_batch_job: JobId={job_id} InitPrio=1 usec=12")
         self._tick()
         return self._ok(argv, f"{job_id}\n" if sub.parsable else

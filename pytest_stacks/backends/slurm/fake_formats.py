@@ -41,6 +41,8 @@ class JobView:
     exit_code: str
     uid: str
     end: str
+    account: str = ""  # accounting storage's (the completion log has none)
+    cpus: str = "1"
 
 
 #: squeue ``-o`` letter -> (title, value).
@@ -126,8 +128,9 @@ def squeue_format_option(spec: str) -> str:
     return "".join(out)
 
 
-#: sacct ``--format`` field -> (title, default width, value) for what ``-c`` (the completion
-#: log) knows.
+#: sacct ``--format`` field -> (title, default width, value): what the completion log (``-c``)
+#: and accounting storage know. Seen on 24.11: JobID and JobIDRaw are left-justified in
+#: columns (:data:`_SACCT_LEFT`), every other field right-justified.
 _SACCT: dict[str, tuple[str, int, Callable[[JobView], str]]] = {
     "jobid": ("JobID", 12, lambda j: j.job_id), "jobidraw": ("JobIDRaw", 12, lambda j: j.job_id),
     "jobname": ("JobName", 10, lambda j: j.name), "uid": ("UID", 6, lambda j: j.uid),
@@ -135,9 +138,15 @@ _SACCT: dict[str, tuple[str, int, Callable[[JobView], str]]] = {
     "nnodes": ("NNodes", 8, lambda j: "1"), "nodelist": ("NodeList", 15, lambda j: j.nodelist),
     "state": ("State", 10, lambda j: j.state), "exitcode": ("ExitCode", 8, lambda j: j.exit_code),
     "end": ("End", 19, lambda j: j.end), "workdir": ("WorkDir", 30, lambda j: j.workdir),
+    "account": ("Account", 10, lambda j: j.account),
+    "alloccpus": ("AllocCPUS", 10, lambda j: j.cpus),
 }
+_SACCT_LEFT = frozenset({"jobid", "jobidraw"})
 #: ``sacct -c`` without ``--format`` (seen on 20.11 to 26.05: tests/data/slurm/*/sacct-c.txt).
 SACCT_C_DEFAULT = "JobID,UID,JobName,Partition,NNodes,NodeList,State,End"
+#: ``sacct`` from accounting storage without ``--format`` (seen on 24.11), and ``-b``'s.
+SACCT_DEFAULT = "JobID,JobName,Partition,Account,AllocCPUS,State,ExitCode"
+SACCT_BRIEF = "JobID,State,ExitCode"
 
 
 def sacct_lines(jobs: Sequence[JobView], fields: str, *, header: bool, separator: str,
@@ -148,18 +157,21 @@ def sacct_lines(jobs: Sequence[JobView], fields: str, *, header: bool, separator
         known = _SACCT.get(name.lower())
         if known is None:
             raise FormatError(f"sacct: error: Invalid field requested: \"{name}\"\n")
-        columns.append((known, int(size) if size.isdigit() else known[1]))
+        columns.append((known, int(size) if size.isdigit() else known[1],
+                        name.lower() not in _SACCT_LEFT))
     if separator:
         end = separator if trailing else ""
-        rows = [separator.join(title for (title, _, _), _ in columns) + end] if header else []
-        rows.extend(separator.join(value(job) for (_, _, value), _ in columns) + end
+        rows = [separator.join(title for (title, _, _), _, _ in columns) + end] if header else []
+        rows.extend(separator.join(value(job) for (_, _, value), _, _ in columns) + end
                     for job in jobs)
         return rows
     rows = []
     if header:
-        rows.append(" ".join(_cell(title, width, True) for (title, _, _), width in columns))
-        rows.append(" ".join("-" * width for _, width in columns))
-    rows.extend(" ".join(_cell(value(job), width, True) for (_, _, value), width in columns)
+        rows.append(" ".join(_cell(title, width, right)
+                             for (title, _, _), width, right in columns))
+        rows.append(" ".join("-" * width for _, width, _ in columns))
+    rows.extend(" ".join(_cell(value(job), width, right)
+                         for (_, _, value), width, right in columns)
                 for job in jobs)
     return [row + " " for row in rows]
 

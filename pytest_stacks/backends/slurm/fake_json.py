@@ -41,8 +41,9 @@ def _version_parts(version: str) -> list[str]:
 
 
 def render(version: str, argv: tuple[str, ...], user: str, jobs: list[object],
-           value_words: Collection[str]) -> str:
-    """The release's whole ``--json`` document for these jobs, as its squeue prints it.
+           value_words: Collection[str], *, accounting: bool = False) -> str:
+    """The release's whole ``--json`` document for these jobs, as its squeue prints it
+    (``accounting``: slurmctld stores accounting in slurmdbd, which 24.11's ``meta`` names).
 
     Slashes are escaped (``\\/``) as every recorded release writes them, so a client that
     reads the bytes rather than the parsed document sees the same text.
@@ -76,7 +77,8 @@ def render(version: str, argv: tuple[str, ...], user: str, jobs: list[object],
             "last_update": {**unset, "number": int(time.time())},
             "meta": {"plugin": {"type": "", "name": "",
                                 "data_parser": f"data_parser/{_DATA_PARSER[series]}",
-                                "accounting_storage": ""},
+                                "accounting_storage": (
+                                    "accounting_storage/slurmdbd" if accounting else "")},
                      "client": {"source": "", "user": user, "group": user},
                      "command": words,
                      "slurm": {"version": {"major": major, "micro": micro, "minor": minor},

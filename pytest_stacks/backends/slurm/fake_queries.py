@@ -2,8 +2,9 @@
 
 Each reads its command line with the real tool's grammar (:mod:`.fake_options`) and answers
 from the modelled controller: what is in its memory (until ``MinJobAge``) and what its
-completion log (jobcomp/filetxt) holds. The single-node stacks have no accounting storage, so
-``sacct`` without ``-c`` fails as theirs does ("Slurm accounting storage is disabled"), and
+completion log (jobcomp/filetxt) holds. A stack without accounting storage makes ``sacct``
+without ``-c`` fail as theirs does ("Slurm accounting storage is disabled"); one that declares
+``accounting`` (slurmdbd) answers it from every job ever submitted (:mod:`.fake_accounting`).
 ``-c`` reads the completion log, readable only by SlurmUser. A fake never answers what its
 daemon would not.
 """
@@ -14,8 +15,8 @@ import os
 import signal
 import time
 
+from pytest_stacks.backends.slurm import fake_accounting, fake_json
 from pytest_stacks.backends.slurm import fake_formats as formats
-from pytest_stacks.backends.slurm import fake_json
 from pytest_stacks.backends.slurm.fake_job import Job
 from pytest_stacks.backends.slurm.fake_options import Option, OptionError, parse
 from pytest_stacks.transports import CommandResult
@@ -62,6 +63,8 @@ class SlurmQueries:
     _series: tuple[int, int]
     _jobs: dict[int, Job]
     _jobcomp: list[str]
+    accounting: bool  # slurmdbd behind slurmctld: every job is recorded for good
+    _accounted: dict[int, Job]
 
     def _ok(self, argv: tuple[str, ...], out: str = "") -> CommandResult:
         return CommandResult(argv, 0, out, "")
@@ -153,7 +156,8 @@ class SlurmQueries:
                  "current_working_directory": j.workdir}
                 for j in listed]
         try:
-            text = fake_json.render(self.version, argv, user, list(jobs), _VALUE_WORDS)
+            text = fake_json.render(self.version, argv, user, list(jobs), _VALUE_WORDS,
+                                    accounting=self.accounting)
         except fake_json.UnmodelledRelease as exc:
             return self._err(argv, f"squeue: error: {exc}\n")
         return self._ok(argv, text)
@@ -205,6 +209,8 @@ class SlurmQueries:
         except OptionError as exc:
             return self._err(argv, str(exc))
         if not cli.has("completion"):
+            if self.accounting:
+                return fake_accounting.sacct(argv, cli, user, self._accounted.values())
             return self._err(argv, "Slurm accounting storage is disabled\n")
         if user not in ("root", "slurm"):
             # Seen on every version: sacct opens the jobcomp log read-write, and slurmctld
