@@ -3,8 +3,10 @@
 kind has no labels of its own for clusters, so run ownership is carried in the cluster name
 (``pst-<run>-<stack>``) and in an owner record beside the run directories
 (``<runs>/kind-clusters/<cluster>.json``: run id, owner pid and start time, the kind binary).
-The reaper deletes a dead owner's clusters and never a live run's; clusters without our prefix
-or record, and kind's shared ``kind`` network, are never touched.
+The reaper deletes a dead owner's clusters and never a live run's; clusters without our prefix,
+and kind's shared ``kind`` network, are never touched. Node containers with our prefix and no
+record that never ran for ten minutes are a creation killed half-way, and go too
+(:func:`remove_orphans`).
 
 Every removal is checked by looking again (the cluster's node containers, its network): a
 removal that did not take is named as a problem, and so is an owner record that cannot be
@@ -17,11 +19,13 @@ from __future__ import annotations
 
 import json
 import subprocess
+import time
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 
-from pytest_stacks import gobuild, places
+from pytest_stacks import gobuild, places, progress
 from pytest_stacks.evidence import write_whole
 from pytest_stacks.providers.labels import owner_alive
 
@@ -136,7 +140,65 @@ def reap(runner: Runner, root: Path, only_run: str | None = None,
             problems.append(problem)
         else:
             cluster.record.unlink(missing_ok=True)
+    if only_run is None:
+        problems += remove_orphans(runner, {o.cluster for o in owned})
     return problems
+
+
+#: How old a recordless node container must be before it counts as an orphan: a live run
+#: writes its record before ``kind create``, so only another user's run (records elsewhere)
+#: could own one, and its containers run; a container that never started for this long is
+#: what a creation killed half-way left.
+ORPHAN_AGE_S = 600.0
+
+
+def remove_orphans(runner: Runner, recorded: Collection[str],
+                   now: float | None = None) -> list[str]:
+    """Node containers of clusters with our prefix and no owner record that never ran (or
+    stopped) and are older than :data:`ORPHAN_AGE_S`: a ``kind create`` killed half-way,
+    whose run's record went with its teardown. Removed with their volumes and the cluster's
+    network, proven gone; returns what could not be (an engine that cannot answer is said)."""
+    listed = runner(["docker", "ps", "-a", "--filter", f"label={KIND_CLUSTER_LABEL}",
+                     "--format", "{{.ID}}\t{{.Label \"" + KIND_CLUSTER_LABEL + "\"}}\t"
+                     "{{.State}}\t{{.CreatedAt}}"], 60)
+    if listed.returncode != 0:
+        return [f"cannot list kind node containers to find orphans: "
+                f"{(listed.stderr or listed.stdout).strip()[-300:]}"]
+    clock = time.time() if now is None else now
+    orphans: dict[str, list[str]] = {}
+    for line in listed.stdout.splitlines():
+        fields = line.split("\t")
+        if len(fields) != 4:
+            continue
+        cid, cluster, state, created = fields
+        if not cluster.startswith(CLUSTER_PREFIX) or cluster in recorded or state == "running":
+            continue
+        born = _created(created)
+        if born is not None and clock - born >= ORPHAN_AGE_S:
+            orphans.setdefault(cluster, []).append(cid)
+    problems = []
+    for cluster, ids in sorted(orphans.items()):
+        done = runner(["docker", "rm", "-f", "-v", *ids], 120)
+        if done.returncode != 0:
+            problems.append(f"kind cluster {cluster}: its orphaned node containers {ids} "
+                            f"(no owner record) cannot be removed: "
+                            f"{(done.stderr or done.stdout).strip()[-300:]}")
+            continue
+        problem = remaining(runner, cluster) or remove_network(runner, cluster)
+        if problem:
+            problems.append(problem)
+        else:
+            progress.say(f"removed kind cluster {cluster}'s orphaned node containers (a "
+                         f"creation killed half-way, no owner record): {len(ids)}")
+    return problems
+
+
+def _created(text: str) -> float | None:
+    """Docker's ``CreatedAt`` (``2026-12-07 11:48:48 +0000 UTC``) as epoch seconds."""
+    try:
+        return datetime.strptime(" ".join(text.split()[:3]), "%Y-%m-%d %H:%M:%S %z").timestamp()
+    except ValueError:
+        return None
 
 
 def delete(runner: Runner, kind: str, cluster: str) -> str:

@@ -9,6 +9,7 @@ import re
 import subprocess
 import threading
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -316,3 +317,42 @@ def test_health_looks_at_the_nodes_the_api_server_and_the_operator(
 
     why, _ = kind.KindProvider(runner).health(kind_stack, info)
     assert (says in why) if says else why == "", why
+
+
+class Listing(Recorder):
+    """A runner whose ``docker ps -a`` lists the given node containers (id, cluster, state,
+    created), and whose other docker commands succeed with nothing left."""
+
+    def __init__(self, rows: list[tuple[str, str, str, str]]) -> None:
+        super().__init__()
+        self.rows = rows
+
+    def __call__(self, argv: Sequence[str], timeout: float) -> subprocess.CompletedProcess[str]:
+        self.calls.append(list(argv))
+        if list(argv[:3]) == ["docker", "ps", "-a"] and "--format" in argv:
+            text = "".join("\t".join(r) + "\n" for r in self.rows)
+            return subprocess.CompletedProcess(list(argv), 0, text, "")
+        return subprocess.CompletedProcess(list(argv), 0, "", "")
+
+
+def test_node_containers_a_killed_creation_left_without_a_record_are_removed() -> None:
+    old, young = "2026-12-07 11:48:48 +0000 UTC", "2026-12-07 12:30:00 +0000 UTC"
+    now = datetime(2026, 12, 7, 12, 35, tzinfo=UTC).timestamp()
+    engine = Listing([
+        ("a1", "pst-48c7e3b9-kind-1-36", "created", old),   # orphan: old, never ran
+        ("a2", "pst-48c7e3b9-kind-1-36", "exited", old),    # orphan: its other node
+        ("b1", "pst-live0001-kind-1-36", "created", old),   # recorded: its run's to judge
+        ("c1", "pst-other002-kind-1-36", "running", old),   # running: someone's live run
+        ("d1", "pst-fresh003-kind-1-36", "created", young),  # a creation still under way
+        ("e1", "kind", "created", old),                      # not ours
+    ])
+    assert kind_owners.remove_orphans(engine, {"pst-live0001-kind-1-36"}, now=now) == []
+    removed = [c for c in engine.calls if c[:2] == ["docker", "rm"]]
+    assert removed == [["docker", "rm", "-f", "-v", "a1", "a2"]]
+    assert ["docker", "network", "rm", "pst-48c7e3b9-kind-1-36"] in engine.calls
+
+
+def test_an_engine_that_cannot_list_is_said_never_read_as_no_orphans() -> None:
+    engine = Engine(ps=(1, "Cannot connect to the Docker daemon"))
+    [problem] = kind_owners.remove_orphans(engine, set())
+    assert "cannot list kind node containers to find orphans" in problem
