@@ -209,9 +209,12 @@ class StackFiles:
                                    during_run=bool(saved.get("during_run", False)))
 
     def write_error(self, error: InfrastructureError) -> None:
-        self._error_path.write_text(json.dumps({"message": error.message, "logs": error.logs,
-                                                "started": error.started,
-                                                "during_run": error.during_run}))
+        """Whole or not at all (a temporary file renamed): every process reads it without
+        the lock, and half a file would read as a crash, not as the stack's error."""
+        tmp = self._error_path.with_suffix(".tmp")
+        tmp.write_text(json.dumps({"message": error.message, "logs": error.logs,
+                                   "started": error.started, "during_run": error.during_run}))
+        tmp.replace(self._error_path)
 
     def clear_error(self) -> None:
         """The broken stack the error was about is gone (an infra retry brings a fresh one)."""
