@@ -88,10 +88,12 @@ def _record_identities(item: pytest.Item, report: pytest.TestReport) -> None:
     """What the API server assigned to this test's jobs (kind, name, UID, owner), in every
     report and junit file, for drivers that record identities (Kubernetes)."""
     client = item.stash.get(HANDLES, None)
-    identities = getattr(client, "identities", None) if client is not None else None
-    if client is None or identities is None or not client.handles:
+    if client is None or not client.handles:
         return
-    try:
+    try:  # a user's client may answer even its attributes from a stack that went away
+        identities = getattr(client, "identities", None)
+        if identities is None:
+            return
         found = identities(client.handles)
     except Exception as exc:  # a report must not fail because the API went away
         report.user_properties.append(("pytest-stacks:identities", f"(unavailable: {exc})"))

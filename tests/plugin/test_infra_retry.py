@@ -323,3 +323,32 @@ def test_allure_shows_a_retried_pass_as_flaky_with_the_fault(project: pytest.Pyt
     assert {"name": "infra_retries", "value": "1"} in retried["labels"]
     clean = found["test_3_after[slurm-24.11]"]
     assert not clean.get("statusDetails", {}).get("flaky")
+
+
+def test_a_client_whose_attributes_fail_never_breaks_the_report(
+        fake_project: pytest.Pytester) -> None:
+    """A client of a stack that went away (replaced under another worker's test) may fail on
+    any attribute; the report is still written, the test's own outcome kept."""
+    fake_project.makeconftest('''
+class Gone:
+    def __init__(self, inner):
+        self._inner = inner
+
+    def __getattr__(self, name):
+        if name == "identities":
+            raise RuntimeError("No such container: p1-slurm-1")
+        return getattr(self._inner, name)
+
+
+def pytest_stacks_backend(stack, default, info):
+    return Gone(default)
+''')
+    fake_project.makepyfile(test_user='''
+from pytest_stacks.contract import JobSpec, submitted, wait_for
+
+def test_a(backend, stack):
+    wait_for(backend, submitted(backend.submit([JobSpec(script="true\\n")])))
+''')
+    result = fake_project.runpytest("--stack=fake-slurm")
+    result.assert_outcomes(passed=1)
+    assert "INTERNALERROR" not in result.stdout.str()
