@@ -1,3 +1,4 @@
+# shellcheck shell=bash disable=SC2154  # sourced by entrypoint.sh: conf_dir, log_dir and conf are its
 # Sourced by entrypoint.sh when the image was built with ACCOUNTING=slurmdbd: starts the
 # accounting storage a site keeps beside slurmctld (MariaDB, then slurmdbd) and returns once
 # slurmdbd answers, so slurmctld registers with it at its start. Uses the entrypoint's
