@@ -8,6 +8,7 @@ passed on it, so each capability the site relies on has one test here.
 from __future__ import annotations
 
 import re
+import subprocess
 import time
 import uuid
 from pathlib import Path
@@ -109,3 +110,19 @@ def test_a_job_in_an_image_is_refused_not_run_bare(backend, stack) -> None:
 @pytest.mark.requires("site.accounting")
 def test_the_site_stack_is_the_pinned_one(stack, stack_info) -> None:
     assert stack_info["observed_version"] == stack.version == "24.11.5"
+
+
+@pytest.mark.requires("submit", "status", "accounting")
+def test_accounting_reports_a_finished_job(backend, stack, stack_commands) -> None:
+    """The scheduler's own ``sacct``, as the site's users run it, knows the job's end."""
+    [job] = submitted(backend.submit([JobSpec(script="exit 3\n")]))
+    wait_for(backend, [job], timeout=stack.timeouts.job)
+    deadline = time.monotonic() + 30  # the job's end reaches accounting asynchronously
+    while True:
+        said = subprocess.run(["sacct", "-j", job.job_id, "-X", "-n", "-P", "-o",
+                               "State,ExitCode"], env=stack_commands.env,
+                              capture_output=True, text=True, timeout=60, check=False)
+        if said.stdout.strip() == "FAILED|3:0" or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
+    assert said.stdout.strip() == "FAILED|3:0", (said.stdout, said.stderr)
