@@ -117,7 +117,7 @@ def test_an_extending_manifest_on_the_fake_lane(installed: Installed) -> None:
     ran = installed.run("pytest", "--stack=fake-slurm", "-q", "-p", "no:cacheprovider",
                         "--stack-unproven=fail", cwd=project)
     assert ran.returncode == 0, ran.stdout[-3000:] + ran.stderr[-2000:]
-    assert "8 passed, 1 skipped" in ran.stdout  # the site-only test needs site.accounting
+    assert "9 passed, 1 skipped" in ran.stdout  # the site-only test needs site.accounting
 
 
 @pytest.mark.skipif(not _docker(), reason="no Docker engine: real stacks from the wheel not run")
