@@ -12,27 +12,16 @@ PYTEST_STACKS_REQUIRE_DOCKER=1 makes that a failure.
 from __future__ import annotations
 
 import json
-import os
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
-PID_LABEL = "io.pytest-stacks.owner-pid"
+from tests.faults.sessions import NEEDS_ENGINE, REPO, owned_resources
 
-
-def _engine() -> bool:
-    return shutil.which("docker") is not None and subprocess.run(
-        ["docker", "info"], capture_output=True, check=False).returncode == 0
-
-
-pytestmark = pytest.mark.skipif(
-    not _engine() and os.environ.get("PYTEST_STACKS_REQUIRE_DOCKER") != "1",
-    reason="no Docker engine (scripts/setup.sh installs one)")
+pytestmark = NEEDS_ENGINE
 
 BODY = """
 import subprocess
@@ -78,16 +67,6 @@ def test_3_after(backend, stack):
 """
 
 
-def _resources(owner_pid: int) -> list[str]:
-    found = []
-    for kind in ("ps -aq", "network ls -q", "volume ls -q"):
-        out = subprocess.run(["docker", *kind.split(), "--filter",
-                              f"label={PID_LABEL}={owner_pid}"],
-                             capture_output=True, text=True, check=True).stdout.split()
-        found += [f"{kind.split()[0]}:{x}" for x in out]
-    return found
-
-
 @pytest.mark.parametrize("stack_name", ["slurm-24.11"])
 def test_a_stack_cut_off_its_network_is_brought_up_fresh_and_the_run_passes_saying_so(
         tmp_path: Path, stack_name: str) -> None:
@@ -119,4 +98,4 @@ def test_a_stack_cut_off_its_network_is_brought_up_fresh_and_the_run_passes_sayi
     assert stack["verdict"] == "fail" and stack["infra"] is None
     assert stack["observed"]["daemon"] == stack["version"], "the fresh stack was proven too"
     assert f"{stack_name} (" in out and "after 1 infra retry (attempt 1: " in out, out[-3000:]
-    assert _resources(proc.pid) == [], "both bring-ups' resources must be torn down"
+    assert owned_resources(proc.pid) == [], "both bring-ups' resources must be torn down"

@@ -32,19 +32,16 @@ def _schedd(calls: BoundedCalls) -> BindingsSchedd:
 def test_a_call_that_never_answers_ends_at_its_deadline_and_breaks_the_schedd() -> None:
     calls = BoundedCalls(argv=HANGS, deadline=1.0)
     schedd = _schedd(calls)
-    started = time.monotonic()
-    with pytest.raises(ScheddError) as first:
-        schedd.query("true", ["JobStatus"])
-    assert time.monotonic() - started < 5
+    with pytest.raises(ScheddError) as first:  # the worker sleeps 120 s: only the deadline
+        schedd.query("true", ["JobStatus"])      # can end the call with these words
     assert str(first.value).startswith("query: the schedd did not answer within 1 s")
     reading = WORDS.read(str(first.value))
     assert (reading.meaning, reading.fault) == ("gone", "schedd unreachable")
     # The worker is killed, and no later call waits again: the rest of the tests end at once.
-    started = time.monotonic()
+    assert calls.broken and calls._proc is None  # killed: nothing left to wait on
     with pytest.raises(ScheddError, match="did not answer within 1 s"):
         schedd.submit({"executable": "/bin/true"})
-    assert time.monotonic() - started < 0.5
-    assert calls.broken and calls._proc is None
+    assert calls._proc is None, "a later call never starts a worker to wait on"
 
 
 def test_a_worker_that_dies_mid_call_is_said_and_breaks_the_schedd() -> None:
