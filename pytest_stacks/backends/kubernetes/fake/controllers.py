@@ -108,8 +108,7 @@ class Kwok:
             phase = pod["status"].get("phase")
             if phase == "Pending" and now - since >= self.start_after:
                 self._schedule(pod, node_obj, now)
-            elif (phase == "Running" and now - since >= self.finish_after
-                  and not annotation_true((m.get("annotations") or {}).get(ANNOTATION_RUNNING))):
+            elif phase == "Running" and now - since >= self.finish_after and finishes(pod):
                 self._finish(pod)
 
     def _schedule(self, pod: Obj, node_obj: Obj, now: float) -> None:
@@ -167,6 +166,16 @@ class Kwok:
                 del terminated["message"]  # omitempty, as the server shows it
             cs["state"] = {"terminated": terminated}
         self.store.touch(pod)
+
+
+def finishes(pod: Obj) -> bool:
+    """Whether kwok ends this running pod: as the stack's Stage selects it
+    (stacks/k8s-controlplane/stages/pod-outcome.yaml), only a pod with an exit code and not
+    marked to keep running. Any other pod runs until it is deleted, as on the compose kwok
+    stacks: a user's own MPIJob without the annotation never finishes there either."""
+    annotations = meta(pod).get("annotations") or {}
+    return (ANNOTATION_EXIT_CODE in annotations
+            and not annotation_true(annotations.get(ANNOTATION_RUNNING)))
 
 
 def job_step(store: Store) -> None:

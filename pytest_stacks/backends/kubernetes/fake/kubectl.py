@@ -342,9 +342,8 @@ class FakeKubectl:
 
     # ------------------------------------------------------------ logs and version
 
-    def _logs(self, parsed: Parsed, out: list[str], *, timeout: float,
-              **_: Any) -> tuple[int, str]:
-        return logs(self.api, parsed, out, timeout=timeout, wait_for=self.wait_for)
+    def _logs(self, parsed: Parsed, out: list[str], **_: Any) -> tuple[int, str]:
+        return logs(self.api, parsed)
 
     def _wait(self, parsed: Parsed, out: list[str], *, stdin: str, cwd: str | None,
               timeout: float, **_: Any) -> tuple[int, str]:
