@@ -122,7 +122,8 @@ class SlurmClient:
                     f"--job-name={self._job_name(spec)}", *self._tagged(),
                     f"--output={workdir}/slurm-%j.out", f"--error={workdir}/slurm-%j.err",
                     f"--cpus-per-task={spec.cpus}", f"--time={max(1, -(-spec.walltime_s // 60))}",
-                    *_placement(spec), *_partition(spec), *container, f"{workdir}/{SCRIPT_NAME}", *spec.args,
+                    *_placement(spec), *_partition(spec), *container,
+                    f"{workdir}/{SCRIPT_NAME}", *spec.args,
                 ]
                 result = self._run(*argv, check=False)
                 if not result.ok:
