@@ -20,6 +20,8 @@ version_ge() { dpkg --compare-versions "$upstream" ge "$1"; }
 log "Slurm package $pkg_version (upstream $upstream)"
 # Accounting storage the image was built with (ACCOUNTING build arg): "" or "slurmdbd".
 accounting=$(cat /etc/pytest-stacks-accounting 2>/dev/null || true)
+# Partitions the image was built with (PARTITIONS build arg): "" (debug only) or "limits".
+partitions=$(cat /etc/pytest-stacks-partitions 2>/dev/null || true)
 
 # --- slurm.conf: common part + version-dependent lines -------------------------
 install -d -m 0755 "$conf_dir"
@@ -38,6 +40,10 @@ install -d -m 0755 "$conf_dir"
         # `sacct` answers from accounting storage as on a site.
         echo "AccountingStorageType=accounting_storage/slurmdbd"
         echo "AccountingStorageHost=localhost"
+    fi
+    if [ "$partitions" = limits ]; then
+        # Partitions with a time and a memory limit beside debug (see the file).
+        cat "$share/partitions-limits.conf"
     fi
 } > "$conf"
 

@@ -122,7 +122,8 @@ class SlurmClient:
                     f"--job-name={self._job_name(spec)}", *self._tagged(),
                     f"--output={workdir}/slurm-%j.out", f"--error={workdir}/slurm-%j.err",
                     f"--cpus-per-task={spec.cpus}", f"--time={max(1, -(-spec.walltime_s // 60))}",
-                    *_placement(spec), *container, f"{workdir}/{SCRIPT_NAME}", *spec.args,
+                    *_placement(spec), *_partition(spec), *container,
+                    f"{workdir}/{SCRIPT_NAME}", *spec.args,
                 ]
                 result = self._run(*argv, check=False)
                 if not result.ok:
@@ -312,6 +313,28 @@ def _placement(spec: JobSpec) -> list[str]:
     if workers is None:
         return []
     return [f"--nodes={int(workers)}", "--ntasks-per-node=1"]
+
+
+def _partition(spec: JobSpec) -> list[str]:
+    """``backend_options["partition"]`` (a partition by name) and ``["memory_mb"]`` (the job's
+    memory a node, ``--mem``): what a site's partitions limit, so a test can put a job in one
+    and over its limit. Anything else is ValueError naming the key (the job is refused)."""
+    options = spec.backend_options
+    argv = []
+    partition = options.get("partition")
+    if partition is not None:
+        if not isinstance(partition, str) or not partition.replace("_", "").replace(
+                "-", "").isalnum():
+            raise ValueError(f"backend_options['partition'] must be a partition name "
+                             f"(letters, digits, - and _), not {partition!r}")
+        argv.append(f"--partition={partition}")
+    memory = options.get("memory_mb")
+    if memory is not None:
+        if isinstance(memory, bool) or not isinstance(memory, int) or memory < 1:
+            raise ValueError(f"backend_options['memory_mb'] must be a whole number of MB "
+                             f"above 0, not {memory!r}")
+        argv.append(f"--mem={memory}M")
+    return argv
 
 
 def _wrap_script(spec: JobSpec, workdir: str) -> str:
