@@ -31,6 +31,7 @@ from pytest_stacks.plugin import (
     release,
     reporting,
     retry,
+    tally,
 )
 from pytest_stacks.plugin.state import STATE, State, setting
 from pytest_stacks.plugin.xdist import XdistBridge, controller_run
@@ -212,7 +213,7 @@ def pytest_configure(config: pytest.Config) -> None:
     if current.owner:
         outcomes.unproven_policy(config)  # a bad ini value is a usage error now, not at the end
         keeping = reporting.keep_policy(config) == "on-failure"
-        current.outcomes = outcomes.Outcomes()
+        current.outcomes = tally.Outcomes()
         # Under --dist each every worker runs every test: no stack is over before the end.
         if (release.release_policy(config) == "early"
                 and getattr(config.option, "dist", "no") != "each"):

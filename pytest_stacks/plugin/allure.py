@@ -47,13 +47,8 @@ from pytest_stacks.plugin.allure_files import (
     write_categories,
     write_environment,
 )
-from pytest_stacks.plugin.state import (
-    PROP_INFRA,
-    PROP_STACK,
-    RETRIED_FAULTS,
-    item_stack,
-    state,
-)
+from pytest_stacks.plugin.props import PROP_INFRA, PROP_STACK, RETRIED_FAULTS
+from pytest_stacks.plugin.state import item_stack, state
 from pytest_stacks.verdicts.table import claimed
 
 PLUGIN_NAME = "pytest-stacks-allure"

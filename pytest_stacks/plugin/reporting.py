@@ -12,14 +12,12 @@ from pytest_stacks import progress, signals
 from pytest_stacks.errors import INFRA_PREFIX, InfrastructureError, Problem
 from pytest_stacks.evidence import EvidenceError
 from pytest_stacks.manifest import Stack
-from pytest_stacks.plugin import outcomes, summary
+from pytest_stacks.plugin import outcomes, summary, tally
 from pytest_stacks.plugin.bringup import only_looking
 from pytest_stacks.plugin.fixtures import HANDLES
+from pytest_stacks.plugin.props import PROP_INFRA, PROP_REQUIRES, PROP_STACK, RETRIED
 from pytest_stacks.plugin.state import (
     OWN_DESELECTION,
-    PROP_INFRA,
-    PROP_STACK,
-    RETRIED,
     State,
     choice_setting,
     item_stack,
@@ -36,7 +34,7 @@ def pytest_runtest_makereport(item: pytest.Item,
     if stack is None:
         return report
     report.user_properties.append((PROP_STACK, stack.name))
-    report.user_properties.append((outcomes.PROP_REQUIRES, ",".join(outcomes.required(item))))
+    report.user_properties.append((PROP_REQUIRES, ",".join(outcomes.required(item))))
     current = state(item.config)
     attached = current.pool.attached(stack.name) if current.pool is not None else None
     if attached is not None:
@@ -323,7 +321,7 @@ def _judge_capabilities(config: pytest.Config, current: State) -> None:
         if stack.name in current.infra or current.ran[stack.name] == 0:
             continue  # already failing for a reason that explains this one
         table = current.outcomes.capabilities(stack, list(current.manifest.capabilities))
-        for line in outcomes.unproven(stack, table):
+        for line in tally.unproven(stack, table):
             found = Problem(stack.name, "unproven", line, failing=failing)
             (current.closing_problems if failing else current.notes).append(found)
     if not failing and any(n.kind == "unproven" for n in current.notes):

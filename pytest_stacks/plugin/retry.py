@@ -27,15 +27,8 @@ import pytest
 from _pytest.runner import runtestprotocol  # what pytest-rerunfailures uses too
 
 from pytest_stacks.errors import INFRA_PREFIX, said
-from pytest_stacks.plugin.state import (
-    PROP_INFRA,
-    PROP_RETRIED,
-    RETRIED,
-    RETRIED_FAULTS,
-    State,
-    item_stack,
-    setting,
-)
+from pytest_stacks.plugin.props import PROP_INFRA, PROP_RETRIED, RETRIED, RETRIED_FAULTS
+from pytest_stacks.plugin.state import State, item_stack, setting
 
 DEFAULT_RETRIES = 0
 OPTION = "--stack-infra-retry"

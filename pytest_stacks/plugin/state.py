@@ -4,26 +4,14 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pytest
 
 from pytest_stacks.errors import Problem
 from pytest_stacks.lifecycle import StackPool, StackRecord
 from pytest_stacks.manifest import Manifest, Stack
-
-if TYPE_CHECKING:  # outcomes reads the state: a run-time import would be a cycle
-    from pytest_stacks.plugin.outcomes import Binding, Outcomes
-
-PROP_STACK = "pytest-stacks:stack"
-PROP_INFRA = "pytest-stacks:infra"
-#: On the reports of a test's attempt that a fault broke and an infra retry ran again: JSON
-#: ``{"attempt": N, "fault": "..."}`` (the bring-up that broke, the fault as named).
-PROP_RETRIED = "pytest-stacks:infra-retried"
-#: The outcome those reports carry: neither passed nor failed (the test's last attempt says).
-RETRIED = "infra-retried"
-#: On an item an infra retry ran again: the fault of each attempt it broke, in order.
-RETRIED_FAULTS = pytest.StashKey[list[str]]()
+from pytest_stacks.plugin.tally import Binding, Outcomes
 
 
 @dataclass

@@ -10,7 +10,8 @@ from pytest_stacks.errors import INFRA_PREFIX
 from pytest_stacks.lifecycle import StackRecord
 from pytest_stacks.manifest import Stack
 from pytest_stacks.plugin import outcomes
-from pytest_stacks.plugin.state import PROP_INFRA, PROP_STACK, State
+from pytest_stacks.plugin.props import PROP_INFRA, PROP_STACK
+from pytest_stacks.plugin.state import State
 from pytest_stacks.verdicts.table import claimed
 
 
