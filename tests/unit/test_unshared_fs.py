@@ -106,7 +106,7 @@ def test_a_directory_the_node_cannot_make_ends_the_job_before_its_payload(
 
 def test_inputs_over_slurms_script_limit_are_refused_with_the_way_out() -> None:
     spec = JobSpec(script="true\n", inputs={"big.bin": b"\0" * unshared.MAX_SCRIPT})
-    with pytest.raises(ValueError, match="max_script_size.*remote_inputs"):
+    with pytest.raises(ValueError, match=r"max_script_size.*remote_inputs"):
         unshared.script(spec, "/work/jobs/x", "")
 
 
