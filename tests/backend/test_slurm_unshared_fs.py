@@ -62,7 +62,8 @@ def test_a_file_the_job_writes_is_on_its_node_and_not_on_the_login_node(
         assert listed.returncode == 0, listed.stderr
         for path in listed.stdout.split():
             found[service] = (path, on_node(container, f"cat {path}").stdout.strip())
-    assert len(found) == 1, f"the job's file should be on exactly one node, found {found}"
+    assert len(found) == 1, (f"the job's file should be on exactly one node (on both: the "
+                             f"nodes share the job area), found {found}")
     [(path, content)] = found.values()
     assert content == token
 
