@@ -1,7 +1,8 @@
 """The compose files of a stack's project: its own ``compose.yaml`` and the override this run
 writes beside it, which labels everything the project creates (services, networks, volumes)
 with the run, the stack and the owner, and adds what the stack's options ask of its services
-(the object store, a container runtime's permissions, the run's shared folder)."""
+(the object store, a container runtime's permissions, each node's own job area where the
+stack has no shared file system, the run's shared folder)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from typing import Any
 import yaml
 
 from pytest_stacks.manifest import Stack
-from pytest_stacks.providers import object_store, shared_folder
+from pytest_stacks.providers import object_store, shared_folder, unshared_fs
 from pytest_stacks.providers import oci_bundles as oci
 from pytest_stacks.providers.base import RunContext
 
@@ -35,6 +36,7 @@ def override(stack: Stack, ctx: RunContext, run_dir: Path) -> Path:
         doc["volumes"] = {name: {"labels": labels} for name in source["volumes"]}
     for part in (object_store.override(stack, labels, list(source.get("services", {}))),
                  oci.override(stack),
+                 unshared_fs.override(stack, source, labels),
                  shared_folder.override(stack, run_dir, list(source.get("services", {})))):
         for name, service in part.get("services", {}).items():
             into = doc["services"].setdefault(name, {})

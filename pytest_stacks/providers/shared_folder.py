@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_stacks.manifest import Stack
+from pytest_stacks.providers import unshared_fs
 
 #: The endpoint (``stack_info`` key) naming the folder.
 ENDPOINT = "shared"
@@ -36,10 +37,15 @@ def make(stack: Stack, run_dir: Path) -> Path:
 
 
 def override(stack: Stack, run_dir: Path, services: list[str]) -> dict[str, Any]:
-    """The bind mount for every service (the login node, and the nodes where jobs write)."""
+    """The bind mount for every service (the login node, and the nodes where jobs write); on
+    a stack without a shared file system (:mod:`.unshared_fs`) for the login node only (the
+    stack's own service), or the folder would be the very shared path the stack has not."""
     if not wanted(stack):
         return {}
     folder = make(stack, run_dir)
+    assert stack.compose is not None
+    if not unshared_fs.shared(stack):
+        services = [name for name in services if name == stack.compose.service]
     return {"services": {name: {"volumes": [f"{folder}:{folder}"]} for name in services}}
 
 

@@ -147,11 +147,26 @@ start_sshd() {
     log "sshd started (pid $!)"
 }
 
-# --- Shared job area (login and nodes) ------------------------------------------
+# --- Job area (login and nodes) ----------------------------------------------------
 work_area() {
     # /work is the shared "work" volume, mounted nocopy (nothing of the image's
-    # /work is copied into it): the job area is made here, by every node.
+    # /work is copied into it), or, on a stack without a shared file system
+    # (options.shared_fs: false), each container's own volume: the job area is
+    # made here, by every node.
     install -d -o "$login_user" -g "$login_user" -m 0755 /work/jobs
+}
+
+# --- The stack's object store, if it has one ------------------------------------------
+# Its container makes a CA per run and shares it in this volume (mounted into ctld, the
+# nodes and login): trusted like a site's CA on its nodes, so a job's own curl verifies the
+# store (the store writes it within a second of starting, beside us). As in stacks/slurm.
+store_trust() {
+    local store_ca=/run/pytest-stacks/store-trust/ca.crt
+    [ -d "${store_ca%/*}" ] || return 0
+    for _ in $(seq 1 300); do [ -s "$store_ca" ] && break; sleep 0.1; done
+    [ -s "$store_ca" ] || die "the object store never shared its CA ($store_ca)"
+    cat "$store_ca" >> /etc/ssl/certs/ca-certificates.crt
+    log "trusting the object store's CA"
 }
 
 # --- Run -------------------------------------------------------------------------
@@ -182,6 +197,7 @@ case "$role" in
         slurm_config
         munge_key
         work_area
+        store_trust
         node_name=$(hostname -s)
         touch "$log_dir/slurmd-$node_name.log"
         stream=$log_dir/slurmd-$node_name.log

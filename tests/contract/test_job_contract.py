@@ -78,6 +78,25 @@ def test_inputs_reach_the_job_byte_for_byte(backend: JobClient, stack: Stack,
     assert int(result.files["size.txt"].read_text()) == len(payload)
 
 
+@pytest.mark.requires("submit", "status", "execution", "inputs")
+def test_inputs_reach_the_job_as_the_job_itself_checks(backend: JobClient,
+                                                       stack: Stack) -> None:
+    """Where nothing a job writes comes back (a stack without a shared file system and
+    without ``outputs``), the job is the judge: it checks every byte of its inputs against
+    the digest the test wrote into its script and exits 0 only on a match, and the scheduler
+    carries that verdict back. A job whose inputs are missing, short or mangled fails."""
+    import hashlib
+    blob = os.urandom(4096) + b"\x00\r\n" + uuid.uuid4().bytes
+    note = f"{uuid.uuid4().hex}\n'quoted' $HOME\n".encode()
+    checks = "".join(f"echo '{hashlib.sha256(data).hexdigest()}  {name}' | "
+                     f"sha256sum -c --strict --status - || exit 9\n"
+                     for name, data in (("input.bin", blob), ("note.txt", note)))
+    [handle] = submitted(backend.submit([JobSpec(script=checks,
+                                                 inputs={"input.bin": blob, "note.txt": note})]))
+    [status] = wait_for(backend, [handle], timeout=_timeout(stack))
+    assert status.state is JobState.COMPLETED and status.exit_code == 0, status
+
+
 @pytest.mark.requires("submit", "status", "outputs")
 def test_outputs_come_back_byte_for_byte(backend: JobClient, stack: Stack,
                                          tmp_path: Path) -> None:

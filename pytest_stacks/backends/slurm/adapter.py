@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
+from pytest_stacks.backends import shared_fs
 from pytest_stacks.backends.slurm import containers, nodes
 from pytest_stacks.backends.slurm.driver import SlurmClient
 from pytest_stacks.contract import JobClient
@@ -77,7 +78,8 @@ class SlurmComposeAdapter:
 
     def client(self, stack: Stack, transport: Transport, endpoints: Mapping[str, str],
                run_dir: Path) -> JobClient:
-        return SlurmClient(transport, stack.name, bundles=containers.stack_bundles(stack))
+        return SlurmClient(transport, stack.name, bundles=containers.stack_bundles(stack),
+                           shared_fs=shared_fs.shared(stack))
 
     def daemon_logs(self, transport: Transport) -> str:
         """Every daemon's log: slurmctld, each node's slurmd (one file per node on a cluster,

@@ -5,6 +5,9 @@ so outputs are plain files next to the inputs and purge is removing that directo
 the live queue first (``squeue --json`` where the version has it, ``scontrol show job -o`` where
 not) and falls back to the completion log (``sacct -c``) once a job has aged out of the
 controller's memory after ``MinJobAge``; a job neither view knows is UNKNOWN.
+
+Where the login node and the compute nodes share no file system (``shared_fs=False``) the job
+carries its inputs in its batch script and nothing it writes comes back (:mod:`.unshared`).
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from pytest_stacks.backends import remote_files
-from pytest_stacks.backends.slurm import containers, parse, staging
+from pytest_stacks.backends.slurm import containers, parse, staging, unshared
 from pytest_stacks.contract import (
     ActionResult,
     ChannelTap,
@@ -44,12 +47,14 @@ class SlurmClient:
     def __init__(self, transport: Transport, stack: str, *, user: str = "submitter",
                  job_root: str = "/work/jobs", completion_user: str = "slurm",
                  run_tag: str = "", bundles: Mapping[str, str] | None = None,
-                 ask_controller: bool = False) -> None:
+                 ask_controller: bool = False, shared_fs: bool = True) -> None:
         """``run_tag``: on a shared site, every job carries the run's id (its name's prefix
         and its comment) so the run's jobs can be found, and only they, at its end.
         ``bundles``: the OCI bundle the nodes keep for each image a job may ask for
         (:mod:`.containers`). ``ask_controller``: the daemon's version is slurmctld's own
-        answer, apart from the client tools' (a site, where the two may differ)."""
+        answer, apart from the client tools' (a site, where the two may differ).
+        ``shared_fs``: whether the job's directory on the login node is the node's too
+        (:mod:`.unshared` where it is not)."""
         self._transport = transport
         self._bundles = dict(bundles or {})
         self._run_tag = run_tag
@@ -63,6 +68,7 @@ class SlurmClient:
         self._ask_controller = ask_controller
         self._versions: dict[str, str] | None = None
         self._oci: tuple[str, bool] | None = None  # (where oci.conf must be, whether it is)
+        self._shared_fs = shared_fs
 
     # ------------------------------------------------------------ helpers
 
@@ -112,15 +118,17 @@ class SlurmClient:
         for spec in specs:
             workdir = f"{self._job_root}/{uuid.uuid4().hex[:12]}"
             try:
+                if not self._shared_fs and (refused := unshared.refusal(spec)):
+                    raise ValueError(refused)
                 container = self._container(spec)
                 remote_files.check(spec)
-                files = dict(spec.inputs)
-                files[SCRIPT_NAME] = _wrap_script(spec, workdir).encode()
+                files, where = self._batch_files(spec, workdir)
                 self._transport.put_files(workdir, files, user=self._user)
                 argv = [
-                    "sbatch", "--parsable", f"--chdir={workdir}",
+                    "sbatch", "--parsable", f"--chdir={where}",
                     f"--job-name={self._job_name(spec)}", *self._tagged(),
-                    f"--output={workdir}/slurm-%j.out", f"--error={workdir}/slurm-%j.err",
+                    f"--output={where}/{_stem(where, workdir)}slurm-%j.out",
+                    f"--error={where}/{_stem(where, workdir)}slurm-%j.err",
                     f"--cpus-per-task={spec.cpus}", f"--time={max(1, -(-spec.walltime_s // 60))}",
                     *_placement(spec), *_partition(spec), *container,
                     f"{workdir}/{SCRIPT_NAME}", *spec.args,
@@ -137,6 +145,17 @@ class SlurmClient:
             self._staged[job_id] = frozenset({*spec.remote_inputs, *spec.remote_outputs})
             results.append(SubmitResult(JobHandle(self._stack, job_id)))
         return results
+
+    def _batch_files(self, spec: JobSpec, workdir: str) -> tuple[dict[str, bytes], str]:
+        """What is written on the login node, and the directory the job starts in on its
+        node (and Slurm writes its stdout in): the job's own with a shared file system; else
+        only the script goes there, and the job starts in the job root every node has and
+        makes its directory itself."""
+        exports = "".join(f"export {k}={shlex.quote(v)}\n" for k, v in spec.env.items())
+        if not self._shared_fs:
+            script = unshared.script(spec, workdir, exports)
+            return {SCRIPT_NAME: script.encode()}, self._job_root
+        return {**spec.inputs, SCRIPT_NAME: _wrap_script(spec, workdir).encode()}, workdir
 
     def _container(self, spec: JobSpec) -> list[str]:
         """sbatch's container option, or ValueError with why Slurm cannot run it here
@@ -232,6 +251,9 @@ class SlurmClient:
             if not status.state.is_terminal:
                 results.append(OutputResult(handle, error=f"job is {status.state}, not finished"))
                 continue
+            if not self._shared_fs:  # nothing was asked for (refused at submit), none comes
+                results.append(OutputResult(handle, files={}))
+                continue
             listing = self._run("ls", "-1A", workdir, check=False)
             if not listing.ok:
                 results.append(OutputResult(handle, error="outputs are gone (purged?)"))
@@ -271,6 +293,10 @@ class SlurmClient:
             workdir = self._workdir(handle)
             if workdir is None:
                 results.append(ActionResult(handle, "unknown job: nothing to purge"))
+            elif not self._shared_fs:
+                results.append(ActionResult(handle, (
+                    f"not purged: the job's directory is on the disk of the node it ran on, "
+                    f"out of the login node's reach ({unshared.WHY})")))
             elif not status.state.is_terminal:
                 results.append(ActionResult(handle, f"job is {status.state}; kill it first"))
             else:
@@ -288,7 +314,9 @@ class SlurmClient:
             shown = self._run("scontrol", "show", "job", handle.job_id, check=False)
             parts.append(f"$ scontrol show job {handle.job_id}\n{shown.stdout}{shown.stderr}")
             workdir = self._workdir(handle)
-            if workdir:
+            if workdir and not self._shared_fs:
+                parts.append(f"(its stdout and stderr stay on its node: {unshared.WHY})")
+            elif workdir:
                 outs = self._transport.get_files(
                     workdir, [f"slurm-{handle.job_id}.out", f"slurm-{handle.job_id}.err"])
                 for name, data in outs.items():
@@ -303,7 +331,14 @@ class SlurmClient:
         return SlurmClient(tap(self._transport), self._stack, user=self._user,
                            job_root=self._job_root, completion_user=self._completion_user,
                            run_tag=self._run_tag, bundles=self._bundles,
-                           ask_controller=self._ask_controller)
+                           ask_controller=self._ask_controller, shared_fs=self._shared_fs)
+
+
+def _stem(where: str, workdir: str) -> str:
+    """Slurm's output files in the job's own directory as they are; in the job root (no
+    shared file system) prefixed with the job's directory name, one job's apart from
+    another's."""
+    return "" if where == workdir else f"{workdir.rsplit('/', 1)[-1]}."
 
 
 def _placement(spec: JobSpec) -> list[str]:
