@@ -20,6 +20,9 @@ version_ge() { dpkg --compare-versions "$upstream" ge "$1"; }
 log "Slurm package $pkg_version (upstream $upstream)"
 # Accounting storage the image was built with (ACCOUNTING build arg): "" or "slurmdbd".
 accounting=$(cat /etc/pytest-stacks-accounting 2>/dev/null || true)
+# The REST API the image was built with (RESTD build arg): "" or "slurmrestd".
+restd=$(cat /etc/pytest-stacks-restd 2>/dev/null || true)
+jwt_key=/var/lib/slurm/jwt/jwt_hs256.key
 
 # --- slurm.conf: common part + version-dependent lines -------------------------
 install -d -m 0755 "$conf_dir"
@@ -38,6 +41,12 @@ install -d -m 0755 "$conf_dir"
         # `sacct` answers from accounting storage as on a site.
         echo "AccountingStorageType=accounting_storage/slurmdbd"
         echo "AccountingStorageHost=localhost"
+    fi
+    if [ "$restd" = slurmrestd ]; then
+        # slurmrestd passes each request's JWT on to slurmctld, which checks it with this
+        # key (made fresh below); munge stays the daemons' own authentication.
+        echo "AuthAltTypes=auth/jwt"
+        echo "AuthAltParameters=jwt_key=$jwt_key"
     fi
 } > "$conf"
 
@@ -115,6 +124,16 @@ dd if=/dev/urandom of=/etc/munge/munge.key bs=1024 count=1 status=none
 chown munge:munge /etc/munge/munge.key
 chmod 0400 /etc/munge/munge.key
 
+# --- JWT key (transport rest): fresh for every container start, like the munge key -----
+# HS256, 32 random bytes, readable by SlurmUser only (slurmctld signs and checks tokens).
+if [ "$restd" = slurmrestd ]; then
+    install -d -o slurm -g slurm -m 0700 "${jwt_key%/*}"
+    rm -f "$jwt_key"
+    (umask 077; dd if=/dev/urandom of="$jwt_key" bs=32 count=1 status=none)
+    chown slurm:slurm "$jwt_key"
+    chmod 0600 "$jwt_key"
+fi
+
 # --- Daemons -----------------------------------------------------------------
 pids=()
 # shellcheck disable=SC2317,SC2329  # called by the trap below (shellcheck 0.9 says SC2317)
@@ -133,6 +152,7 @@ if [ "$accounting" = slurmdbd ]; then
     chown slurm:slurm "$log_dir/slurmdbd.log"; chown mysql:mysql "$log_dir/mariadb.log"
     streamed+=("$log_dir/slurmdbd.log" "$log_dir/mariadb.log")
 fi
+if [ "$restd" = slurmrestd ]; then streamed+=("$log_dir/slurmrestd.log"); fi
 tail -n +1 -F "${streamed[@]}" 2>/dev/null &
 pids+=($!)
 
@@ -172,6 +192,19 @@ ctld_pid=$!
 pids+=($!)
 slurmd_pid=$!
 log "slurmctld (pid $ctld_pid) and slurmd (pid $slurmd_pid) started"
+
+# slurmrestd as its own unprivileged user (it refuses root and SlurmUser), JWT only, on 6820
+# (compose publishes it on 127.0.0.1 only). SLURM_JWT=daemon: it authenticates to slurmctld
+# with each request's token, not munge. The container has no right to make namespaces, so
+# the System V and file-system unshare it does by default are off (its user check stays).
+if [ "$restd" = slurmrestd ]; then
+    : > "$log_dir/slurmrestd.log"
+    SLURM_JWT=daemon SLURMRESTD_SECURITY=disable_unshare_sysv,disable_unshare_files \
+        runuser -u slurmrestd -- /usr/sbin/slurmrestd -a rest_auth/jwt 0.0.0.0:6820 \
+        >>"$log_dir/slurmrestd.log" 2>&1 &
+    pids+=($!)
+    log "slurmrestd (pid $!) started on port 6820"
+fi
 
 # If any daemon exits, stop the container (so a broken stack is visible).
 set +e
