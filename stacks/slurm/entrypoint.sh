@@ -197,10 +197,14 @@ log "slurmctld (pid $ctld_pid) and slurmd (pid $slurmd_pid) started"
 # (compose publishes it on 127.0.0.1 only). SLURM_JWT=daemon: it authenticates to slurmctld
 # with each request's token, not munge. The container has no right to make namespaces, so
 # the System V and file-system unshare it does by default are off (its user check stays).
+# Its slurmdbd API only where there is a slurmdbd: without one that plugin fails to load
+# ("Failure loading plugin path bindings") and slurmrestd exits.
 if [ "$restd" = slurmrestd ]; then
     : > "$log_dir/slurmrestd.log"
+    apis=openapi/slurmctld
+    if [ "$accounting" = slurmdbd ]; then apis=openapi/slurmctld,openapi/slurmdbd; fi
     SLURM_JWT=daemon SLURMRESTD_SECURITY=disable_unshare_sysv,disable_unshare_files \
-        runuser -u slurmrestd -- /usr/sbin/slurmrestd -a rest_auth/jwt 0.0.0.0:6820 \
+        runuser -u slurmrestd -- /usr/sbin/slurmrestd -a rest_auth/jwt -s "$apis" 0.0.0.0:6820 \
         >>"$log_dir/slurmrestd.log" 2>&1 &
     pids+=($!)
     log "slurmrestd (pid $!) started on port 6820"
