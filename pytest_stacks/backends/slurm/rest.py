@@ -88,6 +88,8 @@ class RestSlurmClient:
             words = raw[:300].decode("utf-8", "replace").strip()
             if status == 401:
                 raise BackendCallError(self._refused(f"HTTP 401: {words}"))
+            if status == 404:  # "Unable find requested URL": no such path (or version)
+                return status, {}
             raise BackendCallError(f"slurmrestd answered {method} {path} with HTTP {status} "
                                    f"and no JSON: {words!r}")
         if any(number == rest_api.AUTH_ERROR for number, _ in rest_api.errors(answer)):
