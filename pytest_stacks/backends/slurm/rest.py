@@ -130,13 +130,11 @@ class RestSlurmClient:
         reach slurmctld UP is an error: the release would then be slurmrestd's word alone."""
         if self._versions is None:
             _, answer = self._api("GET", "ping/")
-            pings = answer.get("pings") or []
-            states = [str(p.get("pinged", "")) for p in pings if isinstance(p, Mapping)]
-            if "UP" not in states:
+            up, seen = rest_api.ping_up(answer)
+            if not up:
                 expiry = rest_api.token_expiry(self._token)
                 if expiry is not None and expiry <= time.time():
-                    raise BackendCallError(self._refused(f"ping: slurmctld {states}"))
-                seen = " ".join(states) or "no answer"
+                    raise BackendCallError(self._refused(f"ping: {seen}"))
                 raise BackendCallError(f"slurmrestd cannot reach slurmctld (ping: {seen}) "
                                        f"{rest_api.error_text(answer)}".strip())
             self._versions = {"daemon": rest_api.release(answer), "api": self._version}

@@ -98,6 +98,23 @@ def release(answer: Mapping[str, Any]) -> str:
     raise ValueError(f"slurmrestd's answer names no Slurm release in meta.slurm: {slurm!r}")
 
 
+def ping_up(answer: Mapping[str, Any]) -> tuple[bool, str]:
+    """Whether slurmrestd reached slurmctld, and what it said: up to v0.0.42 each ping has
+    ``pinged: "UP"``, v0.0.45 ``responding: true`` and a ``status`` (both where v0.0.42 is
+    served by 26.05). A refused token reads as not responding (``pinged: "DOWN"`` on 24.11,
+    ``status: "Protocol authentication error"`` on 26.05), never as an HTTP error."""
+    seen, up = [], False
+    for ping in answer.get("pings") or []:
+        if not isinstance(ping, Mapping):
+            continue
+        responding = ping.get("responding")
+        alive = responding if isinstance(responding, bool) else ping.get("pinged") == "UP"
+        up = up or alive
+        said = ping.get("pinged") or ping.get("status") or ("responding" if alive else "down")
+        seen.append(f"{ping.get('hostname', '?')} {said}")
+    return up, ", ".join(seen) or "no ping in the answer"
+
+
 def data_parser(answer: Mapping[str, Any]) -> str:
     """Which OpenAPI plugin wrote the answer (``data_parser/v0.0.41`` -> ``v0.0.41``): the
     daemon's own word that it spoke the version asked."""
