@@ -1,6 +1,6 @@
 """The pure half of the REST transport (:mod:`pytest_stacks.backends.slurm.rest_api`) and the
 REST client's reading of answers, fed with what slurmrestd 24.11.5 and 26.05.5 answered here
-(``tests/data/slurm/rest``; the OpenAPI documents are kept as their paths only)."""
+(``tests/data/slurm-rest``; the OpenAPI documents are kept as their paths only)."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ from pytest_stacks.backends.slurm.rest import NO_FILES, RestSlurmClient
 from pytest_stacks.contract import JobHandle, JobSpec, JobState
 from pytest_stacks.errors import BackendCallError
 
-DATA = Path(__file__).parent.parent / "data" / "slurm" / "rest"
+DATA = Path(__file__).parent.parent / "data" / "slurm-rest"
 
 
 def _answer(version: str, name: str) -> dict[str, Any]:

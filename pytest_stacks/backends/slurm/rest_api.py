@@ -3,7 +3,7 @@ client speaks, the daemon's release, the errors of an answer, a token's expiry, 
 of a batch submission.
 
 Pure functions over the JSON slurmrestd sends (tests feed them answers recorded on the real
-daemons under ``tests/data/slurm/rest``), so the REST client (:mod:`.rest`) only moves bytes.
+daemons under ``tests/data/slurm-rest``), so the REST client (:mod:`.rest`) only moves bytes.
 The OpenAPI plugins (``data_parser/v0.0.4x``) come and go release by release: 24.11 serves
 v0.0.40 to v0.0.42, 26.05 none of those it dropped; which ones a daemon serves is read from
 its own ``/openapi/v3`` document, never assumed from its version number.
