@@ -85,7 +85,7 @@ class TransportSpec:
 
 BACKENDS: dict[str, BackendSpec] = {
     spec.name: spec for spec in (
-        BackendSpec("slurm", ("local", "ssh"),
+        BackendSpec("slurm", ("local", "ssh", "rest"),
                     "pytest_stacks.backends.slurm.adapter:SlurmComposeAdapter",
                     "pytest_stacks.backends.slurm.adapter:fake_client", "SLURM_IMAGE_TAG",
                     "pytest_stacks.backends.slurm.site:SlurmSite", fake_double="transport",
@@ -123,6 +123,7 @@ TRANSPORTS: dict[str, TransportSpec] = {
         TransportSpec("ssh", "pytest_stacks.providers.access:SshAccess", extra="ssh",
                       site_route=("ssh", "job_root")),
         TransportSpec("kubernetes", _ENGINE, extra="kubernetes", site_route=("kubeconfig",)),
+        TransportSpec("rest", "pytest_stacks.providers.rest_access:RestAccess"),
     )
 }
 

@@ -22,6 +22,9 @@ log "Slurm package $pkg_version (upstream $upstream)"
 accounting=$(cat /etc/pytest-stacks-accounting 2>/dev/null || true)
 # Partitions the image was built with (PARTITIONS build arg): "" (debug only) or "limits".
 partitions=$(cat /etc/pytest-stacks-partitions 2>/dev/null || true)
+# The REST API the image was built with (RESTD build arg): "" or "slurmrestd".
+restd=$(cat /etc/pytest-stacks-restd 2>/dev/null || true)
+jwt_key=/var/lib/slurm/jwt/jwt_hs256.key
 
 # --- slurm.conf: common part + version-dependent lines -------------------------
 install -d -m 0755 "$conf_dir"
@@ -44,6 +47,12 @@ install -d -m 0755 "$conf_dir"
     if [ "$partitions" = limits ]; then
         # Partitions with a time and a memory limit beside debug (see the file).
         cat "$share/partitions-limits.conf"
+    fi
+    if [ "$restd" = slurmrestd ]; then
+        # slurmrestd passes each request's JWT on to slurmctld, which checks it with this
+        # key (made fresh below); munge stays the daemons' own authentication.
+        echo "AuthAltTypes=auth/jwt"
+        echo "AuthAltParameters=jwt_key=$jwt_key"
     fi
 } > "$conf"
 
@@ -121,6 +130,16 @@ dd if=/dev/urandom of=/etc/munge/munge.key bs=1024 count=1 status=none
 chown munge:munge /etc/munge/munge.key
 chmod 0400 /etc/munge/munge.key
 
+# --- JWT key (transport rest): fresh for every container start, like the munge key -----
+# HS256, 32 random bytes, readable by SlurmUser only (slurmctld signs and checks tokens).
+if [ "$restd" = slurmrestd ]; then
+    install -d -o slurm -g slurm -m 0700 "${jwt_key%/*}"
+    rm -f "$jwt_key"
+    (umask 077; dd if=/dev/urandom of="$jwt_key" bs=32 count=1 status=none)
+    chown slurm:slurm "$jwt_key"
+    chmod 0600 "$jwt_key"
+fi
+
 # --- Daemons -----------------------------------------------------------------
 pids=()
 # shellcheck disable=SC2317,SC2329  # called by the trap below (shellcheck 0.9 says SC2317)
@@ -139,6 +158,7 @@ if [ "$accounting" = slurmdbd ]; then
     chown slurm:slurm "$log_dir/slurmdbd.log"; chown mysql:mysql "$log_dir/mariadb.log"
     streamed+=("$log_dir/slurmdbd.log" "$log_dir/mariadb.log")
 fi
+if [ "$restd" = slurmrestd ]; then streamed+=("$log_dir/slurmrestd.log"); fi
 tail -n +1 -F "${streamed[@]}" 2>/dev/null &
 pids+=($!)
 
@@ -178,6 +198,23 @@ ctld_pid=$!
 pids+=($!)
 slurmd_pid=$!
 log "slurmctld (pid $ctld_pid) and slurmd (pid $slurmd_pid) started"
+
+# slurmrestd as its own unprivileged user (it refuses root and SlurmUser), JWT only, on 6820
+# (compose publishes it on 127.0.0.1 only). SLURM_JWT=daemon: it authenticates to slurmctld
+# with each request's token, not munge. The container has no right to make namespaces, so
+# the System V and file-system unshare it does by default are off (its user check stays).
+# Its slurmdbd API only where there is a slurmdbd: without one that plugin fails to load
+# ("Failure loading plugin path bindings") and slurmrestd exits.
+if [ "$restd" = slurmrestd ]; then
+    : > "$log_dir/slurmrestd.log"
+    apis=openapi/slurmctld
+    if [ "$accounting" = slurmdbd ]; then apis=openapi/slurmctld,openapi/slurmdbd; fi
+    SLURM_JWT=daemon SLURMRESTD_SECURITY=disable_unshare_sysv,disable_unshare_files \
+        runuser -u slurmrestd -- /usr/sbin/slurmrestd -a rest_auth/jwt -s "$apis" 0.0.0.0:6820 \
+        >>"$log_dir/slurmrestd.log" 2>&1 &
+    pids+=($!)
+    log "slurmrestd (pid $!) started on port 6820"
+fi
 
 # If any daemon exits, stop the container (so a broken stack is visible).
 set +e

@@ -7,8 +7,9 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from pytest_stacks.backends import shared_fs
-from pytest_stacks.backends.slurm import containers, nodes
+from pytest_stacks.backends.slurm import containers, nodes, rest_api
 from pytest_stacks.backends.slurm.driver import SlurmClient
+from pytest_stacks.backends.slurm.rest import RestSlurmClient
 from pytest_stacks.contract import JobClient
 from pytest_stacks.gobuild import GoModuleBuild
 from pytest_stacks.manifest import Stack
@@ -20,6 +21,7 @@ ACCOUNTING = "accounting"
 READY_STATES = frozenset({"idle", "mix", "alloc"})
 LOG_FILES = ("/var/log/slurm/slurmctld.log", "/var/log/slurm/slurmd.log",
              "/var/log/slurm/jobcomp.log")
+# slurmrestd's log (transport rest) is /var/log/slurm/slurmrestd.log: a *.log like the rest.
 
 
 class SlurmComposeAdapter:
@@ -78,6 +80,10 @@ class SlurmComposeAdapter:
 
     def client(self, stack: Stack, transport: Transport, endpoints: Mapping[str, str],
                run_dir: Path) -> JobClient:
+        """The stack's way in: slurmrestd where the access issued a token for it (transport
+        ``rest``), else Slurm's commands over the transport."""
+        if "rest_url" in endpoints:
+            return rest_client(stack, endpoints)
         return SlurmClient(transport, stack.name, bundles=containers.stack_bundles(stack),
                            shared_fs=shared_fs.shared(stack))
 
@@ -91,6 +97,20 @@ class SlurmComposeAdapter:
             result = transport.run(["tail", "-n", "150", path], timeout=20)
             parts.append(f"== {path}\n{result.stdout or result.stderr}")
         return "\n".join(parts)
+
+
+def rest_client(stack: Stack, endpoints: Mapping[str, str],
+                api_version: str | None = None) -> RestSlurmClient:
+    """The REST client of a stack reached over slurmrestd, speaking ``api_version`` (default:
+    the stack's ``options.rest_api_version``, else the newest the daemon serves);
+    RestVersionError naming the versions served when the daemon does not serve it."""
+    served = [v for v in endpoints.get("rest_served", "").split(",") if v]
+    asked = str(stack.options.get(rest_api.VERSION_OPTION, "")) if api_version is None \
+        else api_version
+    version = rest_api.choose_version(served, asked)
+    token = Path(endpoints["rest_token_file"]).read_text().strip()
+    return RestSlurmClient(endpoints["rest_url"], token, stack.name, api_version=version,
+                           user=endpoints.get("rest_user", "submitter"))
 
 
 def accounting_ready(transport: Transport, shown: str) -> tuple[bool, str]:
