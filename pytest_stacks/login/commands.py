@@ -26,7 +26,7 @@ from pytest_stacks.login import forward, kubectl
 from pytest_stacks.login.relay import Relay
 from pytest_stacks.login.route import LoginRoute, NoCommands
 from pytest_stacks.manifest import Stack
-from pytest_stacks.providers import shared_folder, site_route, ssh_access
+from pytest_stacks.providers import rest_access, shared_folder, site_route, ssh_access
 from pytest_stacks.providers.base import StackInfo
 
 #: The commands a client of each backend runs; a stack gets those its login host has.
@@ -264,4 +264,5 @@ def open_commands(stack: Stack, info: StackInfo, double: object | None,
         shutil.rmtree(folder, ignore_errors=True)
         raise
     _write_shims(folder, bin_folder, route)
-    return LoginCommands(stack.name, bin_folder, route, shared, relay=relay)
+    rest = rest_access.client_environment(stack, info.endpoints) if double is None else {}
+    return LoginCommands(stack.name, bin_folder, route, shared, extra_env=rest, relay=relay)

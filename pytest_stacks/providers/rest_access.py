@@ -111,3 +111,24 @@ def wait_served(stack: Stack, url: str, token: str) -> dict[str, Any]:
                                   f"document: {exc}") from None
     assert document is not None
     return document
+
+
+#: What ``stack_commands.env`` holds on a ``rest`` stack, so a user's own REST client (or
+#: ``curl``) reaches slurmrestd as the reference client does: the URL, the login user, the
+#: run's token (``SLURM_JWT``, the name Slurm's own tools read it from) and the OpenAPI
+#: version the stack speaks.
+URL_ENV, USER_ENV, TOKEN_ENV, API_ENV = ("SLURMRESTD_URL", "SLURMRESTD_USER", "SLURM_JWT",
+                                         "SLURMRESTD_API")
+
+
+def client_environment(stack: Stack, endpoints: Mapping[str, str]) -> dict[str, str]:
+    """The REST way in for a person's or a user's client ({} on a stack without slurmrestd).
+    The token is read from the run's 0600 file; it is never printed."""
+    if "rest_url" not in endpoints:
+        return {}
+    served = [v for v in endpoints.get("rest_served", "").split(",") if v]
+    version = rest_api.choose_version(served, str(stack.options.get(rest_api.VERSION_OPTION,
+                                                                    "")))
+    return {URL_ENV: endpoints["rest_url"], USER_ENV: endpoints.get("rest_user", USER),
+            TOKEN_ENV: Path(endpoints["rest_token_file"]).read_text().strip(),
+            API_ENV: version}

@@ -117,3 +117,53 @@ def test_the_run_token_is_private_and_works(backend: JobClient, stack: Stack,
     path = Path(stack_info["rest_token_file"])
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     assert backend.versions() == {"daemon": stack.version, "api": _served(stack_info)[-1]}
+
+
+def _curl(commands: Any, *argv: str, body: str | None = None) -> Any:
+    """``curl`` as a user's test runs it: everything from ``stack_commands.env``."""
+    env = commands.env
+    line = ["curl", "-sS", "--max-time", "30", "-H", f"X-SLURM-USER-NAME: {env['SLURMRESTD_USER']}",
+            "-H", f"X-SLURM-USER-TOKEN: {env['SLURM_JWT']}", *argv]
+    if body is not None:
+        line += ["-H", "Content-Type: application/json", "--data-binary", "@-"]
+    return subprocess.run(line, env=env, input=body, capture_output=True, text=True,
+                          timeout=60, check=False)
+
+
+@pytest.mark.requires("submit", "status")
+def test_curl_reaches_slurmrestd_from_the_stack_commands_environment(
+        stack: Stack, stack_commands: Any) -> None:
+    """Issue 57 item 4: a user's own REST client (here curl) gets the way in from
+    ``stack_commands.env`` as a shelling-out client gets sbatch: the URL, the user, the run's
+    token and the API version. What it submits is slurmctld's job, read back with the
+    stack's own scontrol (the login host's command on PATH)."""
+    import json
+
+    env = stack_commands.env
+    base = f"{env['SLURMRESTD_URL']}/slurm/{env['SLURMRESTD_API']}"
+    ping = _curl(stack_commands, f"{base}/ping")
+    assert ping.returncode == 0, ping.stderr
+    assert rest_api.ping_up(json.loads(ping.stdout))[0], ping.stdout
+    assert json.loads(ping.stdout)["meta"]["plugin"]["data_parser"].endswith(
+        env["SLURMRESTD_API"])
+    body = rest_api.submit_body(script="#!/bin/sh\nexit 4\n", name="curl-job",
+                                workdir="/tmp", environment={"PATH": "/usr/bin:/bin"},
+                                cpus=1, minutes=1)
+    sent = _curl(stack_commands, "-X", "POST", f"{base}/job/submit", body=json.dumps(body))
+    assert sent.returncode == 0, sent.stderr
+    answer = json.loads(sent.stdout)
+    assert not rest_api.errors(answer), answer
+    job_id = str(answer["job_id"])
+    deadline = time.monotonic() + stack.timeouts.job
+    while True:
+        shown = subprocess.run(["scontrol", "show", "job", job_id], env=env,
+                               capture_output=True, text=True, timeout=60, check=False)
+        if "JobState=FAILED" in shown.stdout or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
+    assert "JobState=FAILED" in shown.stdout and "ExitCode=4:0" in shown.stdout, shown.stdout
+    refused = subprocess.run(["curl", "-sS", "-o", "/dev/null", "-w", "%{http_code}",
+                              "-H", f"X-SLURM-USER-NAME: {env['SLURMRESTD_USER']}",
+                              f"{base}/ping"], capture_output=True, text=True, timeout=60,
+                             check=False)
+    assert refused.stdout == "401", refused  # no token: slurmrestd refuses, not the shim
