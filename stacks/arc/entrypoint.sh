@@ -61,7 +61,7 @@ install -d -m 0755 "$arc_logs" /var/spool/arc/sessiondir /var/spool/arc/jobstatu
 tail -n +1 -F "$arc_logs/arex.log" "$arc_logs/ws-interface.log" 2>/dev/null &
 pids+=($!)
 # The job manager first: the WS interface talks to it through the control directory.
-/usr/share/arc/arc-arex-start -f >"$arc_logs/arex.stderr" 2>&1 &
+/usr/local/share/pytest-stacks/arc/arc-arex-start -f >"$arc_logs/arex.stderr" 2>&1 &
 pids+=($!)
 for _ in $(seq 1 300); do
     grep -q "Starting jobs' monitoring" "$arc_logs/arex.log" && break
