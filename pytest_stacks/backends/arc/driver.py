@@ -59,7 +59,7 @@ class ArcClient:
         check covers the daemon, this one Slurm)."""
         if self._versions is None:
             arex = self._version(["arched", "--version"], r"arched version (\S+)")
-            slurm = self._version(["sinfo", "-V"], r"slurm (\S+)")
+            slurm = self._version(["sinfo", "-V"], r"slurm(?:-wlm)? (\S+)")
             pinned = self._pins.get("slurm", "")
             if pinned and slurm != pinned:
                 raise InfrastructureError(
