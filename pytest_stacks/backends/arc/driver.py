@@ -150,9 +150,17 @@ class ArcClient:
         return self._act("kill", handles)
 
     def purge(self, handles: Sequence[JobHandle]) -> list[ActionResult]:
-        """``action=clean``. A-REX cleans only jobs it has finished: an unfinished one is
-        refused per job, as it answers."""
-        return self._act("clean", handles)
+        """``action=clean`` for the finished jobs; an unfinished one is refused per job here.
+        A-REX 7.0 accepts cleaning a running job ("202 Queued for cleaning") and leaves it
+        running in Slurm (seen here), so its answer cannot be the refusal the contract asks
+        for: the job's own state, read first, is."""
+        current = self.status(handles)
+        finished = [h for h, s in zip(handles, current, strict=True)
+                    if s.state.is_terminal or s.state is JobState.UNKNOWN]
+        done = dict(zip(finished, self._act("clean", finished), strict=True))
+        return [done.get(h) or ActionResult(h, f"job {h.job_id} is {s.native_state}, not "
+                                               "finished: cleaning it would lose its outputs")
+                for h, s in zip(handles, current, strict=True)]
 
     def _act(self, action: str, handles: Sequence[JobHandle]) -> list[ActionResult]:
         answers = self._api.manage(action, [h.job_id for h in handles])
