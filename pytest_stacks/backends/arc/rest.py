@@ -57,12 +57,18 @@ class ArexRest:
         self._host, self._port = parts.hostname, parts.port or 443
         self._base = parts.path.rstrip("/") + "/" + API
         self._timeout = timeout
-        context = ssl.create_default_context(cafile=credentials.ca)
+        try:
+            context = ssl.create_default_context(cafile=credentials.ca)
+        except (OSError, ssl.SSLError) as exc:
+            raise BackendCallError(f"cannot load the stack's CA certificate {credentials.ca}: "
+                                   f"{exc}. Fix: bring the stack up again (its adapter copies "
+                                   "it per run).") from None
         try:
             context.load_cert_chain(credentials.cert, credentials.key)
         except (OSError, ssl.SSLError) as exc:
             raise BackendCallError(f"cannot load the client certificate {credentials.cert}: "
-                                   f"{exc}") from None
+                                   f"{exc}. Fix: bring the stack up again (its adapter copies "
+                                   "it per run).") from None
         self._context = context
 
     def request(self, method: str, path: str, *, params: Mapping[str, str] | None = None,
