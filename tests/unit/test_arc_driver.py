@@ -85,5 +85,5 @@ def test_an_endpoint_that_is_not_https_or_a_missing_certificate_is_a_clear_error
                              key=str(tmp_path / "k.pem"))
     with pytest.raises(BackendCallError, match="not an https URL"):
         rest.ArexRest("http://localhost:1/arex", creds)
-    with pytest.raises(BackendCallError, match="CA certificate .*ca.pem"):
+    with pytest.raises(BackendCallError, match=r"CA certificate .*ca\.pem"):
         rest.ArexRest("https://localhost:1/arex", creds)
