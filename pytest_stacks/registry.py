@@ -103,7 +103,8 @@ BACKENDS: dict[str, BackendSpec] = {
                     "pytest_stacks.backends.kubernetes.adapter:driver_note", fake_double="api",
                     outages="pytest_stacks.backends.kubernetes.outages:WORDS"),
         BackendSpec("arc", ("arc-rest",), "pytest_stacks.backends.arc.adapter:ArcComposeAdapter",
-                    image_tag_variable="ARC_IMAGE_TAG"),
+                    image_tag_variable="ARC_IMAGE_TAG",
+                    outages="pytest_stacks.backends.arc.outages:WORDS"),
     )
 }
 
