@@ -102,6 +102,9 @@ BACKENDS: dict[str, BackendSpec] = {
                     "pytest_stacks.backends.kubernetes.site:KubernetesSite",
                     "pytest_stacks.backends.kubernetes.adapter:driver_note", fake_double="api",
                     outages="pytest_stacks.backends.kubernetes.outages:WORDS"),
+        BackendSpec("arc", ("arc-rest",), "pytest_stacks.backends.arc.adapter:ArcComposeAdapter",
+                    image_tag_variable="ARC_IMAGE_TAG",
+                    outages="pytest_stacks.backends.arc.outages:WORDS"),
     )
 }
 
@@ -124,6 +127,9 @@ TRANSPORTS: dict[str, TransportSpec] = {
                       site_route=("ssh", "job_root")),
         TransportSpec("kubernetes", _ENGINE, extra="kubernetes", site_route=("kubeconfig",)),
         TransportSpec("rest", "pytest_stacks.providers.rest_access:RestAccess"),
+        # A-REX's REST interface over https with a client certificate (the standard library's
+        # ssl); the engine's channel reaches the container for readiness, logs and versions.
+        TransportSpec("arc-rest", _ENGINE),
     )
 }
 

@@ -543,7 +543,10 @@ def test_each_backends_pins_share_one_group() -> None:
                     continue
                 groups = [r["groupName"] for r in rules
                           if _name_matches(dep_name, r["matchPackageNames"])]
-                assert groups and groups[-1] == backend, (
+                # A component another backend also pins (Slurm under ARC) moves with that
+                # backend's group: one Slurm bump for every stack that runs it.
+                allowed = {backend, *stack.components}
+                assert groups and groups[-1] in allowed, (
                     f"{name}: {dep_name} is grouped as {groups or 'nothing'}, expected "
                     f"{backend!r}: add it to that backend's rule in renovate.json")
 
