@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_stacks.backends.slurm import rest_api
-from pytest_stacks.errors import InfrastructureError
+from pytest_stacks.errors import InfrastructureError, StacksError
 from pytest_stacks.manifest import Stack
 from pytest_stacks.polling import poll_until
 from pytest_stacks.providers.base import RunContext, StackInfo
@@ -46,9 +46,12 @@ class RestAccess:
         if channel is None:
             raise InfrastructureError(stack.name, f"no container of service "
                                       f"{stack.compose.service!r} to issue the token in")
-        lifespan = int(stack.options.get("rest_token_lifespan", LIFESPAN))
+        lifespan = token_lifespan(stack)
         token = issue_token(stack.name, channel, USER, lifespan)
-        path = ctx.run_dir / f"{stack.name}.slurmrestd-token"
+        folder = ctx.run_dir / "tokens" / stack.name  # the run's secrets: never in CI's artifacts
+        folder.mkdir(parents=True, exist_ok=True)
+        folder.chmod(0o700)
+        path = folder / "slurmrestd-token"
         write_secret(path, token)
         url = f"http://127.0.0.1:{info.ports[variable]}"
         document = wait_served(stack, url, token)
@@ -63,6 +66,17 @@ class RestAccess:
         url, token = endpoints.get("rest_url", ""), endpoints.get("rest_token_file", "")
         return (f"curl -H 'X-SLURM-USER-NAME: {endpoints.get('rest_user', USER)}' -H "
                 f"\"X-SLURM-USER-TOKEN: $(cat {token})\" {url}/openapi/v3") if url else ""
+
+
+def token_lifespan(stack: Stack) -> int:
+    """``options.rest_token_lifespan`` (seconds, a whole number of at least 1), else 8 h; a
+    bad value is a usage error naming the option and the fix, before any token is issued."""
+    value = stack.options.get("rest_token_lifespan", LIFESPAN)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise StacksError(f"manifest: stack {stack.name}: options.rest_token_lifespan is "
+                          f"{value!r}; give the token's lifespan in whole seconds (at least "
+                          f"1; {LIFESPAN} when left out)")
+    return value
 
 
 def issue_token(stack: str, channel: Transport, user: str, lifespan: int) -> str:

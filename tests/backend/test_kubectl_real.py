@@ -150,5 +150,5 @@ def test_a_launcher_without_an_exit_code_runs_until_deleted_under_kwok_only(
         phases = sorted(p["status"].get("phase", "") for p in _pods(stack_commands, name))
         assert phases == ["Running"] * 3, phases
     finally:
-        assert _kubectl(stack_commands, "delete", "mpijob", name, "-n", "default"
-                        ).returncode == 0
+        deleted = _kubectl(stack_commands, "delete", "mpijob", name, "-n", "default")
+    assert deleted.returncode == 0, deleted.stderr

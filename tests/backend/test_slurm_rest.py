@@ -119,20 +119,29 @@ def test_the_run_token_is_private_and_works(backend: JobClient, stack: Stack,
     assert backend.versions() == {"daemon": stack.version, "api": _served(stack_info)[-1]}
 
 
-def _curl(commands: Any, *argv: str, body: str | None = None) -> Any:
-    """``curl`` as a user's test runs it: everything from ``stack_commands.env``."""
-    env = commands.env
-    line = ["curl", "-sS", "--max-time", "30", "-H", f"X-SLURM-USER-NAME: {env['SLURMRESTD_USER']}",
-            "-H", f"X-SLURM-USER-TOKEN: {env['SLURM_JWT']}", *argv]
+def _curl(commands: Any, headers: Path, *argv: str, body: str | None = None) -> Any:
+    """``curl`` as a user's test runs it: everything from ``stack_commands.env``, the token
+    from a 0600 header file (never on a command line: ``ps`` and a failed assertion's
+    report would show it)."""
+    line = ["curl", "-sS", "--max-time", "30", "-H", f"@{headers}", *argv]
     if body is not None:
         line += ["-H", "Content-Type: application/json", "--data-binary", "@-"]
-    return subprocess.run(line, env=env, input=body, capture_output=True, text=True,
+    return subprocess.run(line, env=commands.env, input=body, capture_output=True, text=True,
                           timeout=60, check=False)
+
+
+def _header_file(commands: Any, folder: Path) -> Path:
+    env = commands.env
+    path = folder / "slurmrestd-headers"
+    path.touch(mode=0o600)
+    path.write_text(f"X-SLURM-USER-NAME: {env['SLURMRESTD_USER']}\n"
+                    f"X-SLURM-USER-TOKEN: {env['SLURM_JWT']}\n")
+    return path
 
 
 @pytest.mark.requires("submit", "status")
 def test_curl_reaches_slurmrestd_from_the_stack_commands_environment(
-        stack: Stack, stack_commands: Any) -> None:
+        stack: Stack, stack_commands: Any, tmp_path: Path) -> None:
     """Issue 57 item 4: a user's own REST client (here curl) gets the way in from
     ``stack_commands.env`` as a shelling-out client gets sbatch: the URL, the user, the run's
     token and the API version. What it submits is slurmctld's job, read back with the
@@ -141,7 +150,8 @@ def test_curl_reaches_slurmrestd_from_the_stack_commands_environment(
 
     env = stack_commands.env
     base = f"{env['SLURMRESTD_URL']}/slurm/{env['SLURMRESTD_API']}"
-    ping = _curl(stack_commands, f"{base}/ping")
+    headers = _header_file(stack_commands, tmp_path)
+    ping = _curl(stack_commands, headers, f"{base}/ping")
     assert ping.returncode == 0, ping.stderr
     assert rest_api.ping_up(json.loads(ping.stdout))[0], ping.stdout
     assert json.loads(ping.stdout)["meta"]["plugin"]["data_parser"].endswith(
@@ -149,7 +159,7 @@ def test_curl_reaches_slurmrestd_from_the_stack_commands_environment(
     body = rest_api.submit_body(script="#!/bin/sh\nexit 4\n", name="curl-job",
                                 workdir="/tmp", environment={"PATH": "/usr/bin:/bin"},
                                 cpus=1, minutes=1)
-    sent = _curl(stack_commands, "-X", "POST", f"{base}/job/submit", body=json.dumps(body))
+    sent = _curl(stack_commands, headers, "-X", "POST", f"{base}/job/submit", body=json.dumps(body))
     assert sent.returncode == 0, sent.stderr
     answer = json.loads(sent.stdout)
     assert not rest_api.errors(answer), answer

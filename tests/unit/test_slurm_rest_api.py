@@ -208,3 +208,43 @@ def test_an_answer_from_another_version_s_plugin_fails_closed(replay: tuple[str,
         client.versions()
     good = RestSlurmClient(url, "t", "s", api_version="v0.0.45")
     assert good.versions() == {"daemon": "26.05.5", "api": "v0.0.45"}
+
+
+@pytest.mark.parametrize("asked", ["latest", "0.0", "v0.0.42x", "v.0.0.42"])
+def test_an_option_that_is_no_version_is_refused_naming_it(asked: str) -> None:
+    with pytest.raises(rest_api.RestVersionError,
+                       match=r"options\.rest_api_version is .*not an OpenAPI version.*"
+                             r"v0\.0\.40, v0\.0\.41, v0\.0\.42"):
+        rest_api.choose_version(["v0.0.40", "v0.0.41", "v0.0.42"], asked)
+    assert rest_api.choose_version(["v0.0.41", "v0.0.42"], " v0.0.41 ") == "v0.0.41"
+
+
+@pytest.mark.parametrize("value", ["8h", 0, -5, 3.9, True, None])
+def test_a_token_lifespan_that_is_no_whole_number_of_seconds_is_refused(value: Any) -> None:
+    import dataclasses
+
+    from pytest_stacks.errors import StacksError
+    from pytest_stacks.manifest import load
+    from pytest_stacks.providers.rest_access import token_lifespan
+
+    real = load(DATA.parents[2] / "manifest.yaml").get("slurm-24.11-rest")
+    bad = dataclasses.replace(real, options={**real.options, "rest_token_lifespan": value})
+    with pytest.raises(StacksError, match=r"options\.rest_token_lifespan is .*whole seconds"):
+        token_lifespan(bad)
+
+
+@pytest.mark.parametrize(("options", "words"), [
+    ({"partition": "short"}, "backend_options ['partition'] are not sent over slurmrestd"),
+    ({"memory_mb": 64}, "backend_options ['memory_mb'] are not sent over slurmrestd"),
+    ({"workers": "two"}, "backend_options['workers'] must be a whole number above 0"),
+])
+def test_options_the_rest_client_cannot_honour_refuse_the_job_alone(
+        replay: tuple[str, Any], options: dict[str, Any], words: str) -> None:
+    url, handler = replay
+    handler.reply = (200, (DATA / "24.11" / "submit.v0.0.41.json").read_bytes())
+    client = RestSlurmClient(url, _jwt({"exp": int(time.time()) + 600}), "slurm-24.11-rest",
+                             api_version="v0.0.41")
+    bad, good = client.submit([JobSpec(script="true\n", backend_options=options),
+                               JobSpec(script="true\n")])
+    assert not bad.ok and words in bad.error, bad
+    assert good.ok, good

@@ -58,7 +58,7 @@ class ArcComposeAdapter:
         if PORT not in ports:
             raise InfrastructureError(stack.name, f"compose.ports must name {PORT} (the "
                                       "published port of A-REX's https interface)")
-        folder = run_dir / "arc" / stack.name
+        folder = run_dir / "tokens" / stack.name / "arc"  # never in CI's artifacts
         folder.mkdir(parents=True, exist_ok=True)
         os.chmod(folder, 0o700)
         user = transport.get_files(USER_FOLDER, ["usercert.pem", "userkey.pem"])

@@ -241,6 +241,16 @@ def _refused_spec(spec: JobSpec) -> str:
                 "over slurmrestd by this client")
     if spec.outputs:
         return f"refused at submit: outputs {list(spec.outputs)} cannot come back: {NO_FILES}"
+    unsent = sorted({"partition", "memory_mb"} & set(spec.backend_options))
+    if unsent:
+        return (f"refused at submit: backend_options {unsent} are not sent over slurmrestd by "
+                "this client (the local transport's sbatch takes them): the job would run "
+                "elsewhere than asked")
+    workers = spec.backend_options.get("workers")
+    if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int)
+                                or workers < 1):
+        return f"refused at submit: backend_options['workers'] must be a whole number above 0, " \
+               f"not {workers!r}"
     return ""
 
 

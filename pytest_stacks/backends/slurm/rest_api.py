@@ -36,6 +36,9 @@ class RestVersionError(StacksError):
     """The client asked for an OpenAPI version this slurmrestd does not serve."""
 
 
+_VERSION = re.compile(r"v\d+\.\d+\.\d+")
+
+
 def _key(version: str) -> tuple[int, ...]:
     return tuple(int(part) for part in version.lstrip("v").split("."))
 
@@ -57,9 +60,14 @@ def choose_version(served: Sequence[str], asked: str = "") -> str:
     if not served:
         raise RestVersionError("slurmrestd serves no job API (no /slurm/v0.0.x/job/submit in "
                                "its /openapi/v3): its openapi/slurmctld plugin is not loaded")
+    asked = asked.strip()
     if not asked:
         return served[-1]
     wanted = asked if asked.startswith("v") else f"v{asked}"
+    if not _VERSION.fullmatch(wanted):
+        raise RestVersionError(
+            f"options.{VERSION_OPTION} is {asked!r}: not an OpenAPI version of slurmrestd. Fix: "
+            f"one of {', '.join(served)} (the form v0.0.N), or leave it out for the newest")
     if wanted in served:
         return wanted
     return _refuse(wanted, served)
