@@ -214,13 +214,7 @@ class SlurmClient:
         return [self._to_status(h, found.get(h.job_id)) for h in handles]
 
     def _to_status(self, handle: JobHandle, job: parse.SlurmJob | None) -> JobStatus:
-        if job is None:
-            return JobStatus(handle, JobState.UNKNOWN, "", None, "not known to Slurm")
-        state = parse.normalise(job.native_state, job.reason)
-        reason = job.reason if job.reason not in ("", "None") else ""
-        if job.signal:
-            reason = f"{reason} signal {job.signal}".strip()
-        return JobStatus(handle, state, job.native_state, job.exit_code, reason)
+        return parse.job_status(handle, job, "not known to Slurm")
 
     def _lookup(self, job_ids: Sequence[str]) -> dict[str, parse.SlurmJob]:
         found = {k: v for k, v in self._queue_view().items() if k in job_ids}

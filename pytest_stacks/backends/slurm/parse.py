@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from pytest_stacks.contract import JobState
+from pytest_stacks.contract import JobHandle, JobState, JobStatus
 
 
 @dataclass(frozen=True)
@@ -182,3 +182,15 @@ def parse_jobcomp(text: str) -> dict[str, SlurmJob]:
                              job.signal, "jobcomp")
         for job in parse_scontrol_jobs(text).values()
     }
+
+
+def job_status(handle: JobHandle, job: SlurmJob | None, unknown: str) -> JobStatus:
+    """The contract's status of a job as Slurm shows it (whichever client read it: the
+    commands or slurmrestd); ``unknown`` is the reason given when Slurm does not know it."""
+    if job is None:
+        return JobStatus(handle, JobState.UNKNOWN, "", None, unknown)
+    state = normalise(job.native_state, job.reason)
+    reason = job.reason if job.reason not in ("", "None") else ""
+    if job.signal:
+        reason = f"{reason} signal {job.signal}".strip()
+    return JobStatus(handle, state, job.native_state, job.exit_code, reason)

@@ -28,7 +28,6 @@ from pytest_stacks.contract import (
     ActionResult,
     JobHandle,
     JobSpec,
-    JobState,
     JobStatus,
     OutputResult,
     SubmitResult,
@@ -255,10 +254,4 @@ def _refused_spec(spec: JobSpec) -> str:
 
 
 def _to_status(handle: JobHandle, job: parse.SlurmJob | None) -> JobStatus:
-    if job is None:
-        return JobStatus(handle, JobState.UNKNOWN, "", None, "not known to slurmctld")
-    state = parse.normalise(job.native_state, job.reason)
-    reason = job.reason if job.reason not in ("", "None") else ""
-    if job.signal:
-        reason = f"{reason} signal {job.signal}".strip()
-    return JobStatus(handle, state, job.native_state, job.exit_code, reason)
+    return parse.job_status(handle, job, "not known to slurmctld")
