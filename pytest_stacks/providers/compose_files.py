@@ -12,7 +12,7 @@ from typing import Any
 import yaml
 
 from pytest_stacks.manifest import Stack
-from pytest_stacks.providers import object_store, shared_folder, unshared_fs
+from pytest_stacks.providers import object_store, rest_access, shared_folder, unshared_fs
 from pytest_stacks.providers import oci_bundles as oci
 from pytest_stacks.providers.base import RunContext
 
@@ -36,6 +36,7 @@ def override(stack: Stack, ctx: RunContext, run_dir: Path) -> Path:
         doc["volumes"] = {name: {"labels": labels} for name in source["volumes"]}
     for part in (object_store.override(stack, labels, list(source.get("services", {}))),
                  oci.override(stack),
+                 rest_access.override(stack),
                  unshared_fs.override(stack, source, labels),
                  shared_folder.override(stack, run_dir, list(source.get("services", {})))):
         for name, service in part.get("services", {}).items():

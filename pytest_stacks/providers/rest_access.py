@@ -146,3 +146,13 @@ def client_environment(stack: Stack, endpoints: Mapping[str, str]) -> dict[str, 
     return {URL_ENV: endpoints["rest_url"], USER_ENV: endpoints.get("rest_user", USER),
             TOKEN_ENV: Path(endpoints["rest_token_file"]).read_text().strip(),
             API_ENV: version}
+
+
+def override(stack: Stack) -> dict[str, Any]:
+    """The run's compose override on a ``rest`` stack: slurmrestd's 6820 published on
+    127.0.0.1 at the port the run chose (compose.ports lists :data:`PORT_VARIABLE`); nothing
+    on the other stacks of the image, which publish no port."""
+    if stack.transport != "rest" or stack.compose is None:
+        return {}
+    return {"services": {stack.compose.service: {
+        "ports": [f"127.0.0.1:${{{PORT_VARIABLE}}}:6820"]}}}
